@@ -1,0 +1,1 @@
+"""Workspaces, keys, catalog definitions, records; the write side and enrichment."""

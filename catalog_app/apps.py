@@ -1,0 +1,11 @@
+from django.apps import AppConfig
+
+
+class CatalogAppConfig(AppConfig):
+    name = "catalog_app"
+    verbose_name = "Memseek catalog and records"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from .catalog import families  # noqa: F401  registers the collection/processor/model families
+        from . import signals  # noqa: F401  worker start-up recovery of pending records

@@ -1,0 +1,34 @@
+"""Catalog errors: each names its file, the dotted path inside it, a code and a message."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogIssue:
+    file: str
+    path: str
+    code: str
+    message: str
+
+    def __str__(self) -> str:
+        location = f"{self.file}: {self.path}" if self.path else self.file
+        return f"{location}: [{self.code}] {self.message}"
+
+
+class CatalogError(Exception):
+    """Raised by a validator for one problem; the compiler collects them."""
+
+    def __init__(self, path: str, code: str, message: str):
+        super().__init__(message)
+        self.path = path
+        self.code = code
+        self.message = message
+
+
+class CatalogInvalid(Exception):
+    """The catalog did not load; ``issues`` lists every problem found."""
+
+    def __init__(self, issues: list[CatalogIssue]):
+        super().__init__("\n".join(str(issue) for issue in issues))
+        self.issues = issues

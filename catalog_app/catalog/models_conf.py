@@ -1,0 +1,166 @@
+"""``conf/models.yaml``: model providers, aliases (``cheap``, ``strong``) and the embedding.
+
+Without a models file the built-in default embeds with the bundled all-MiniLM-L6-v2
+(384 dimensions, space ``minilm-l6-v2``) and configures no language-model alias.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from . import checks
+from .errors import CatalogError
+from .registry import Catalog, Validated
+
+ADAPTERS = ("openai_compat", "sentence_transformers")
+LOCAL_MODEL = "all-MiniLM-L6-v2"
+
+
+@dataclass(frozen=True, slots=True)
+class Provider:
+    name: str
+    adapter: str
+    base_url: str | None
+    api_key_env: str | None
+    json_capability: str
+    token_limit_field: str
+
+
+@dataclass(frozen=True, slots=True)
+class Alias:
+    name: str
+    targets: tuple[tuple[str, str], ...]  # (provider, model)
+    temperature: float
+    max_output_tokens: int
+    context_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingConfig:
+    provider: Provider
+    model: str
+    dimensions: int
+    space: str
+    batch: int
+    max_text_chars: int
+
+
+@dataclass(frozen=True, slots=True)
+class ModelsConfig:
+    providers: MappingProxyType
+    aliases: MappingProxyType
+    embedding: EmbeddingConfig
+
+
+def default_body() -> dict:
+    return {
+        "providers": {"local": {"adapter": "sentence_transformers", "base_url": None, "api_key_env": None,
+                                "json_capability": "none", "token_limit_field": "max_tokens"}},
+        "aliases": {},
+        "embedding": {"provider": "local", "model": LOCAL_MODEL, "dimensions": 384, "space": "minilm-l6-v2",
+                      "batch": 64, "max_text_chars": 16000},
+        "defaults": {},
+    }
+
+
+def validate(raw, path: str, catalog: Catalog) -> Validated:
+    doc = checks.mapping(raw, path, allowed={"providers", "aliases", "embedding", "defaults"},
+                         required={"providers", "embedding"})
+    providers = checks.mapping(doc["providers"], "providers", allowed=set(doc["providers"] or {}))
+    if not providers:
+        raise CatalogError("providers", "provider", "declare at least one provider")
+    normal_providers = {name: _provider(name, body) for name, body in providers.items()}
+    aliases = doc.get("aliases") or {}
+    checks.mapping(aliases, "aliases", allowed=set(aliases))
+    normal_aliases = {}
+    for name, body in aliases.items():
+        checks.name(name, f"aliases.{name}", checks.PROCESSOR_NAME)
+        if name == "embed":
+            raise CatalogError(f"aliases.{name}", "schema", "the alias name 'embed' is reserved")
+        normal_aliases[name] = _alias(name, body, normal_providers)
+    embedding = _embedding(doc["embedding"], normal_providers)
+    defaults = checks.mapping(doc.get("defaults") or {}, "defaults", allowed={"derivation", "fold"})
+    for key, alias in defaults.items():
+        if alias not in normal_aliases:
+            raise CatalogError(f"defaults.{key}", "reference", f"alias {alias!r} is not declared")
+    body = {"providers": normal_providers, "aliases": normal_aliases, "embedding": embedding, "defaults": defaults}
+    return Validated("models", None, True, body)
+
+
+def _provider(name: str, raw) -> dict:
+    path = f"providers.{name}"
+    checks.name(name, path, checks.PROCESSOR_NAME)
+    body = checks.mapping(raw, path, required={"adapter"},
+                          allowed={"adapter", "base_url", "api_key_env", "json_capability",
+                                   "token_limit_field", "json_schema_strict"})
+    if body["adapter"] not in ADAPTERS:
+        raise CatalogError(f"{path}.adapter", "provider", f"adapter must be one of {', '.join(ADAPTERS)}")
+    result = {"adapter": body["adapter"], "base_url": None, "api_key_env": None,
+              "json_capability": body.get("json_capability", "json_schema"),
+              "token_limit_field": body.get("token_limit_field", "max_tokens")}
+    if body["adapter"] == "openai_compat":
+        url = checks.string(body.get("base_url"), f"{path}.base_url")
+        local = url.startswith(("http://127.0.0.1", "http://localhost", "http://[::1]"))
+        if not url.startswith("https://") and not local:
+            raise CatalogError(f"{path}.base_url", "provider", "must be https:// (http:// only for localhost)")
+        result["base_url"] = url.rstrip("/")
+        if "api_key_env" in body:
+            result["api_key_env"] = checks.name(body["api_key_env"], f"{path}.api_key_env", checks.ENV_NAME)
+    elif set(body) - {"adapter"}:
+        raise CatalogError(path, "provider", "a sentence_transformers provider takes no options")
+    if result["json_capability"] not in ("json_schema", "json_object", "none"):
+        raise CatalogError(f"{path}.json_capability", "provider", "must be json_schema, json_object or none")
+    if result["token_limit_field"] not in ("max_completion_tokens", "max_tokens"):
+        raise CatalogError(f"{path}.token_limit_field", "provider", "must be max_completion_tokens or max_tokens")
+    return result
+
+
+def _alias(name: str, raw, providers: dict) -> dict:
+    path = f"aliases.{name}"
+    body = checks.mapping(raw, path, required={"targets"}, allowed={"targets", "params", "context_tokens"})
+    targets = body["targets"]
+    if not isinstance(targets, list) or not targets:
+        raise CatalogError(f"{path}.targets", "schema", "must be a non-empty list of 'provider:model'")
+    for index, target in enumerate(targets):
+        provider, _, model = str(target).partition(":")
+        if provider not in providers or not model:
+            raise CatalogError(f"{path}.targets[{index}]", "reference", f"{target!r} must name a declared provider "
+                               "as 'provider:model'")
+        if providers[provider]["adapter"] != "openai_compat":
+            raise CatalogError(f"{path}.targets[{index}]", "provider", "alias targets need an openai_compat provider")
+    params = checks.mapping(body.get("params") or {}, f"{path}.params", allowed={"temperature", "max_output_tokens"})
+    temperature = checks.number(params.get("temperature", 0), f"{path}.params.temperature")
+    if not 0 <= temperature <= 2:
+        raise CatalogError(f"{path}.params.temperature", "schema", "must be between 0 and 2")
+    max_output = checks.integer(params.get("max_output_tokens", 1200), f"{path}.params.max_output_tokens", minimum=1)
+    context = checks.integer(body.get("context_tokens", 60000), f"{path}.context_tokens", minimum=4096)
+    return {"targets": list(targets), "params": {"temperature": temperature, "max_output_tokens": max_output},
+            "context_tokens": context}
+
+
+def _embedding(raw, providers: dict) -> dict:
+    body = checks.mapping(raw, "embedding", required={"provider", "model", "dimensions", "space"},
+                          allowed={"provider", "model", "dimensions", "space", "batch", "max_text_chars", "params"})
+    if body["provider"] not in providers:
+        raise CatalogError("embedding.provider", "reference", f"provider {body['provider']!r} is not declared")
+    provider = providers[body["provider"]]
+    model = checks.string(body["model"], "embedding.model")
+    dimensions = checks.integer(body["dimensions"], "embedding.dimensions", minimum=8, maximum=4096)
+    if provider["adapter"] == "sentence_transformers" and (model != LOCAL_MODEL or dimensions != 384):
+        raise CatalogError("embedding.model", "provider",
+                           f"the bundled sentence_transformers provider serves {LOCAL_MODEL} with 384 dimensions")
+    return {"provider": body["provider"], "model": model, "dimensions": dimensions,
+            "space": checks.name(body["space"], "embedding.space", checks.SPACE_NAME),
+            "batch": checks.integer(body.get("batch", 64), "embedding.batch", minimum=1, maximum=256),
+            "max_text_chars": checks.integer(body.get("max_text_chars", 16000), "embedding.max_text_chars", minimum=1)}
+
+
+def build(body: dict) -> ModelsConfig:
+    providers = {name: Provider(name, p["adapter"], p["base_url"], p["api_key_env"], p["json_capability"],
+                                p["token_limit_field"]) for name, p in body["providers"].items()}
+    aliases = {name: Alias(name, tuple(tuple(t.split(":", 1)) for t in a["targets"]), a["params"]["temperature"],
+                           a["params"]["max_output_tokens"], a["context_tokens"]) for name, a in body["aliases"].items()}
+    e = body["embedding"]
+    embedding = EmbeddingConfig(providers[e["provider"]], e["model"], e["dimensions"], e["space"], e["batch"],
+                                e["max_text_chars"])
+    return ModelsConfig(MappingProxyType(providers), MappingProxyType(aliases), embedding)

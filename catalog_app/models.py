@@ -1,0 +1,150 @@
+"""The system of record.
+
+Invariants: record content is never updated (corrections are newer records in the same
+(entity, collection, key, status) lane); only enrichment columns (scores, annotations,
+annotation_meta, enrichment_error, enriched_at) and ``last_accessed`` change after insert.
+Catalog definitions are immutable per (family, name, version); only ``active`` flips.
+"""
+import uuid
+
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.db import models
+from django.db.models import Q
+from pgvector.django import VectorField
+
+WORKSPACE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+
+
+class Workspace(models.Model):
+    name = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    # Bumped by every catalog load or activation; the compiled catalog is cached by it.
+    catalog_revision = models.PositiveIntegerField(default=0)
+
+    def __str__(self):
+        return self.name
+
+
+class ApiKey(models.Model):
+    """A bearer key. Only the lowercase SHA-256 hex of the key is stored."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="api_keys")
+    key_hash = models.CharField(max_length=64, unique=True)
+    label = models.CharField(max_length=128, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self):
+        return f"{self.workspace.name} key {self.key_hash[:8]}…"
+
+
+class Definition(models.Model):
+    """One catalog definition, stored with the SHA-256 of its canonical JSON.
+
+    Versioned families (collections, views) take their version from YAML and are immutable;
+    unversioned families (processors, models, rank defaults, profiles) get a new revision each
+    time their body changes, and the newest revision is the active one.
+    """
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="definitions")
+    family = models.CharField(max_length=32)
+    name = models.CharField(max_length=64)
+    version = models.PositiveIntegerField()
+    active = models.BooleanField(default=False)
+    body = models.JSONField()
+    hash = models.CharField(max_length=64)
+    contract_hash = models.CharField(max_length=64, blank=True, default="")
+    source_file = models.CharField(max_length=512, blank=True, default="")
+    source_text = models.TextField(blank=True, default="")
+    loaded_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "family", "name", "version"],
+                                    name="definition_identity"),
+            models.UniqueConstraint(fields=["workspace", "family", "name"], condition=Q(active=True),
+                                    name="definition_one_active"),
+        ]
+        ordering = ["family", "name", "version"]
+
+    def __str__(self):
+        return f"{self.family} {self.name}@{self.version}"
+
+
+class Record(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # Workspace-global ingestion order; an identity column (see migration 0002).
+    seq = models.BigIntegerField(unique=True, editable=False)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, db_index=False)
+    collection = models.CharField(max_length=64)
+    collection_version = models.PositiveIntegerField()
+    collection_hash = models.CharField(max_length=64)
+    entity = models.CharField(max_length=255)
+    type = models.CharField(max_length=64)
+    key = models.CharField(max_length=128, null=True, blank=True)
+    status = models.CharField(max_length=8, default="active")
+    text = models.TextField()
+    content = models.JSONField()
+    scores = models.JSONField(default=dict)
+    annotations = models.JSONField(default=dict)
+    annotation_meta = models.JSONField(default=dict)
+    enrichment_error = models.JSONField(null=True, blank=True)
+    depth = models.SmallIntegerField(default=0)
+    derived_from = ArrayField(models.UUIDField(), default=list, blank=True)
+    run_id = models.UUIDField(null=True, blank=True)
+    dedupe_key = models.CharField(max_length=256, null=True, blank=True)
+    occurred_at = models.DateTimeField()
+    created_at = models.DateTimeField()
+    last_accessed = models.DateTimeField()
+    # Readiness: ready once every required processor has written.
+    enriched_at = models.DateTimeField(null=True, blank=True)
+    tombstone = models.BooleanField(default=False)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("text", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["workspace", "entity", "-seq"], name="record_entity_seq"),
+            models.Index(fields=["workspace", "collection", "entity", "-seq"], name="record_collection_seq"),
+            models.Index(fields=["workspace", "entity", "collection", "key", "status", "-seq"],
+                         condition=Q(key__isnull=False), name="record_keyed_lane"),
+            models.Index(fields=["workspace", "type", "-seq"], name="record_type_seq"),
+            models.Index(fields=["workspace", "-occurred_at", "-seq"], name="record_recent"),
+            models.Index(fields=["seq"], condition=Q(enriched_at__isnull=True), name="record_pending"),
+            GinIndex(fields=["derived_from"], name="record_derived_from"),
+            GinIndex(fields=["search_vector"], name="record_search_vector"),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "dedupe_key"], condition=Q(dedupe_key__isnull=False),
+                                    name="record_dedupe_key"),
+            models.CheckConstraint(condition=Q(status__in=["active", "draft"]), name="record_status"),
+            models.CheckConstraint(condition=Q(depth__gte=0) & Q(depth__lte=16), name="record_depth"),
+        ]
+
+    @property
+    def ready(self) -> bool:
+        return self.enriched_at is not None
+
+    def __str__(self):
+        return f"{self.collection}/{self.type} {self.entity} {self.id}"
+
+
+class RecordEmbedding(models.Model):
+    """One record's vector in one embedding space. Each space has a fixed dimension and its
+    own partial HNSW (cosine) index over ``embedding::vector(dim)``."""
+
+    record = models.ForeignKey(Record, on_delete=models.CASCADE, related_name="embeddings")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, db_index=False)
+    space = models.CharField(max_length=64)
+    embedding = VectorField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["record", "space"], name="record_embedding_identity"),
+        ]

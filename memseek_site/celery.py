@@ -1,0 +1,10 @@
+"""The Celery app. Configuration comes from Django settings (``CELERY_*``)."""
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memseek_site.settings")
+
+app = Celery("memseek_site")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

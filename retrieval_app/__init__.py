@@ -1,0 +1,1 @@
+"""Context retrieval, briefs, lookups, lexical BM25, receipts and evaluation."""

@@ -1,0 +1,1 @@
+"""The search engine: SearchSpec, modes, candidate backends, ranking, fusion, rendering, views."""

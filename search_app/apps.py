@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class SearchAppConfig(AppConfig):
+    name = "search_app"
+    verbose_name = "Memseek search"
