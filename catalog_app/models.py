@@ -15,6 +15,7 @@ from django.db.models import Q
 from pgvector.django import VectorField
 
 WORKSPACE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+RECORD_SEQUENCE = "catalog_app_record_seq"
 
 
 class Workspace(models.Model):
@@ -75,8 +76,9 @@ class Definition(models.Model):
 
 class Record(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    # Workspace-global ingestion order; an identity column (see migration 0002).
-    seq = models.BigIntegerField(unique=True, editable=False)
+    # Workspace-global ingestion order, assigned by the database from a sequence (migration 0001).
+    seq = models.BigIntegerField(unique=True, editable=False,
+                                 db_default=models.Func(models.Value(RECORD_SEQUENCE), function="nextval"))
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, db_index=False)
     collection = models.CharField(max_length=64)
     collection_version = models.PositiveIntegerField()

@@ -1,3 +1,7 @@
 from django.urls import path
 
-urlpatterns: list = []
+from .api.health import HealthView
+
+urlpatterns = [
+    path("health", HealthView.as_view(), name="health"),
+]

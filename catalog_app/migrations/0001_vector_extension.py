@@ -5,4 +5,7 @@ from pgvector.django import VectorExtension
 class Migration(migrations.Migration):
     initial = True
     dependencies = []
-    operations = [VectorExtension()]
+    operations = [
+        VectorExtension(),
+        migrations.RunSQL("CREATE SEQUENCE catalog_app_record_seq", "DROP SEQUENCE catalog_app_record_seq"),
+    ]

@@ -1,0 +1,54 @@
+"""Shared test fixtures: a workspace with a bearer key, an API client that sends it, and the
+example catalog from ``fixtures/catalogs/example`` loaded into the workspace."""
+from pathlib import Path
+
+import pytest
+from rest_framework.test import APIClient
+
+from catalog_app.auth import clear_key_cache
+from catalog_app.services.catalog_load import catalog_load
+from catalog_app.services.workspaces import workspace_create
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+EXAMPLE_CATALOG = FIXTURES / "catalogs" / "example"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_key_cache():
+    clear_key_cache()
+    yield
+    clear_key_cache()
+
+
+@pytest.fixture
+def workspace_and_key(db):
+    return workspace_create(name="acme")
+
+
+@pytest.fixture
+def workspace(workspace_and_key):
+    return workspace_and_key[0]
+
+
+@pytest.fixture
+def api(workspace_and_key):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {workspace_and_key[1]}")
+    return client
+
+
+@pytest.fixture
+def catalog(workspace):
+    """The example catalog loaded into ``workspace``; returns the workspace, refreshed."""
+    catalog_load(workspace=workspace, directory=EXAMPLE_CATALOG)
+    workspace.refresh_from_db()
+    return workspace
+
+
+@pytest.fixture
+def other_workspace_api(db):
+    other, key = workspace_create(name="other-co")
+    catalog_load(workspace=other, directory=EXAMPLE_CATALOG)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    return client
