@@ -1,7 +1,14 @@
 from django.urls import path
 
+from .api.collections import CollectionListView
 from .api.health import HealthView
+from .api.reads import DocumentHistoryView, DocumentView, RecordDetailView, TimelineView
 
 urlpatterns = [
     path("health", HealthView.as_view(), name="health"),
+    path("records/<str:id>", RecordDetailView.as_view(), name="record-detail"),
+    path("timeline", TimelineView.as_view(), name="timeline"),
+    path("document", DocumentView.as_view(), name="document"),
+    path("document/history", DocumentHistoryView.as_view(), name="document-history"),
+    path("collections", CollectionListView.as_view(), name="collections"),
 ]

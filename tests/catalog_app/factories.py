@@ -1,0 +1,48 @@
+"""Test factories: records written straight to the table with consistent fields.
+
+``record_make`` bypasses the ingest service on purpose (reads are tested on their own), so it
+keeps the invariants ingest would: ``content["text"] == text``, ``collection_hash`` is the
+contract hash of the catalog's collection version, tombstones carry
+``{"text": "", "tombstone": True}`` and are ready.
+"""
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from django.utils import timezone
+
+from catalog_app.catalog.hashing import definition_hash
+from catalog_app.catalog.runtime import catalog_for_workspace
+from catalog_app.models import Record, Workspace
+
+SYSTEM_HASH = definition_hash({"collection": "_system"})
+
+
+def record_make(workspace: Workspace, *, entity: str = "user-1", collection: str = "main", version: int = 1,
+                type: str = "note", key: str | None = None, text: str = "hello", content: dict | None = None,
+                status: str = "active", ready: bool = True, tombstone: bool = False,
+                derived_from: list[uuid.UUID] | None = None, run_id: uuid.UUID | None = None, depth: int = 0,
+                scores: dict | None = None, annotations: dict | None = None, enrichment_error=None,
+                dedupe_key: str | None = None, occurred_at: datetime | None = None) -> Record:
+    """Insert one record and return it with its database-assigned ``seq``."""
+    if collection == "_system":
+        collection_hash = SYSTEM_HASH
+    else:
+        definition = catalog_for_workspace(workspace).get("collection", collection, version)
+        assert definition is not None, f"collection {collection}@{version} is not loaded"
+        collection_hash = definition.contract_hash
+    if tombstone:
+        text, body = "", {"text": "", "tombstone": True}
+    else:
+        body = {**(content or {}), "text": text}
+    now = timezone.now()
+    record = Record.objects.create(
+        workspace=workspace, entity=entity, collection=collection, collection_version=version,
+        collection_hash=collection_hash, type=type, key=key, status=status, text=text, content=body,
+        scores=scores or {}, annotations=annotations or {}, enrichment_error=enrichment_error, depth=depth,
+        derived_from=list(derived_from or []), run_id=run_id, dedupe_key=dedupe_key,
+        occurred_at=occurred_at or now, created_at=now, last_accessed=now,
+        enriched_at=now if (ready or tombstone) else None, tombstone=tombstone)
+    record.refresh_from_db()
+    return record
