@@ -13,6 +13,7 @@ import threading
 import time
 from collections import OrderedDict
 
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.permissions import BasePermission
 
@@ -86,3 +87,13 @@ class WorkspaceKeyAuthentication(BaseAuthentication):
 class HasWorkspace(BasePermission):
     def has_permission(self, request, view):
         return isinstance(request.auth, Workspace)
+
+
+class WorkspaceKeyScheme(OpenApiAuthenticationExtension):
+    """Describes the bearer key in the OpenAPI schema."""
+
+    target_class = "catalog_app.auth.WorkspaceKeyAuthentication"
+    name = "bearer"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer", "description": "The workspace API key."}

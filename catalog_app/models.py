@@ -97,6 +97,9 @@ class Record(models.Model):
     derived_from = ArrayField(models.UUIDField(), default=list, blank=True)
     run_id = models.UUIDField(null=True, blank=True)
     dedupe_key = models.CharField(max_length=256, null=True, blank=True)
+    # SHA-256 of the canonical write payload; an identical retry under the same dedupe_key is
+    # a duplicate, a different payload is a conflict.
+    dedupe_hash = models.CharField(max_length=64, blank=True, default="")
     occurred_at = models.DateTimeField()
     created_at = models.DateTimeField()
     last_accessed = models.DateTimeField()

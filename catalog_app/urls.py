@@ -3,6 +3,7 @@ from django.urls import path
 from .api.collections import CollectionListView
 from .api.health import HealthView
 from .api.reads import DocumentHistoryView, DocumentView, RecordDetailView, TimelineView
+from .api.records_write import RecordBatchView
 
 urlpatterns = [
     path("health", HealthView.as_view(), name="health"),
@@ -11,4 +12,5 @@ urlpatterns = [
     path("document", DocumentView.as_view(), name="document"),
     path("document/history", DocumentHistoryView.as_view(), name="document-history"),
     path("collections", CollectionListView.as_view(), name="collections"),
+    path("records", RecordBatchView.as_view(), name="records"),
 ]

@@ -90,10 +90,6 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    "APPEND_COMPONENTS": {
-        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-    },
-    "SECURITY": [{"bearer": []}],
 }
 
 # Celery: with CELERY_BROKER_URL set, tasks go to real workers; unset, they run in-process

@@ -7,7 +7,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from .. import selectors
-from .reads import ReadErrorEnvelopeSerializer, parse_no_query
+from .reads import parse_no_query
+from .schema import ErrorSerializer
 
 
 class CollectionFieldSerializer(serializers.Serializer):
@@ -43,8 +44,8 @@ class CollectionListView(APIView):
     @extend_schema(
         operation_id="collection_list", summary="Every loaded collection version",
         description="Sorted by name, then version.",
-        responses={200: CollectionListSerializer, 401: ReadErrorEnvelopeSerializer,
-                   422: ReadErrorEnvelopeSerializer})
+        responses={200: CollectionListSerializer, 401: ErrorSerializer,
+                   422: ErrorSerializer})
     def get(self, request):
         parse_no_query(request.query_params)
         return Response(selectors.collection_list(workspace=request.auth))

@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 from memseek_site.parsing import PUBLIC_NAME, fail, parse_query, parse_string, parse_uuid, query_int, query_list
 
 from .. import selectors
+from .schema import ErrorSerializer
 
 PAGE_LIMIT = 100
 ENTITY_CHARS = 255
@@ -132,12 +133,6 @@ def _query_bool(value: str, path: str) -> bool:
 
 
 # --- OpenAPI shapes (serializers describe the schema; selectors build the payloads) -----------
-
-class ReadErrorEnvelopeSerializer(serializers.Serializer):
-    error = serializers.CharField(help_text="Stable snake_case error code.")
-    detail = serializers.CharField()
-    path = serializers.CharField(required=False, help_text="Dotted location of the offending value.")
-
 
 class RecordDereferenceSerializer(serializers.Serializer):
     id = serializers.UUIDField()
@@ -256,7 +251,7 @@ _ENTITY = _param("entity", "Whose memory (at most 255 characters).", required=Tr
 _LIMIT = _param("limit", "Page size, 1..100 (default 100).", type_=OpenApiTypes.INT)
 _BEFORE_SEQ = _param("before_seq", "Only rows with a lower seq (the previous page's next_before_seq).",
                      type_=OpenApiTypes.INT)
-_ERRORS = {401: ReadErrorEnvelopeSerializer, 422: ReadErrorEnvelopeSerializer}
+_ERRORS = {401: ErrorSerializer, 422: ErrorSerializer}
 
 
 # --- Views -----------------------------------------------------------------------------------
@@ -267,7 +262,7 @@ class RecordDetailView(APIView):
         description="Every stored field except the raw vector. Touches last_accessed when TOUCH_ON_READ is on.",
         parameters=[OpenApiParameter("id", OpenApiTypes.UUID, OpenApiParameter.PATH,
                                      description="Record id; a malformed one is 422 invalid_id.")],
-        responses={200: RecordDereferenceSerializer, 404: ReadErrorEnvelopeSerializer, **_ERRORS})
+        responses={200: RecordDereferenceSerializer, 404: ErrorSerializer, **_ERRORS})
     def get(self, request, id: str):  # the spec names the segment {id}
         parse_no_query(request.query_params)
         return Response(selectors.record_get(workspace=request.auth, record_id=parse_record_id(id)))
@@ -284,7 +279,7 @@ class TimelineView(APIView):
             _LIMIT, _BEFORE_SEQ,
             _param("include_system", "Include the _system collection (default false).", type_=OpenApiTypes.BOOL),
         ],
-        responses={200: TimelinePageSerializer, 409: ReadErrorEnvelopeSerializer, **_ERRORS})
+        responses={200: TimelinePageSerializer, 409: ErrorSerializer, **_ERRORS})
     def get(self, request):
         query = parse_timeline_query(request.query_params)
         return Response(selectors.timeline_list(
@@ -303,7 +298,7 @@ class DocumentView(APIView):
             _param("collections", "Comma-separated collection names."),
             _param("status", "Lane to read (default active).", enum=["active", "draft"]),
         ],
-        responses={200: DocumentSerializer, 409: ReadErrorEnvelopeSerializer, **_ERRORS})
+        responses={200: DocumentSerializer, 409: ErrorSerializer, **_ERRORS})
     def get(self, request):
         query = parse_document_query(request.query_params)
         return Response(selectors.document_get(workspace=request.auth, entity=query.entity,
@@ -319,7 +314,7 @@ class DocumentHistoryView(APIView):
             _param("key", "Slot key (at most 128 characters).", required=True),
             _LIMIT, _BEFORE_SEQ,
         ],
-        responses={200: DocumentHistorySerializer, 409: ReadErrorEnvelopeSerializer, **_ERRORS})
+        responses={200: DocumentHistorySerializer, 409: ErrorSerializer, **_ERRORS})
     def get(self, request):
         query = parse_history_query(request.query_params)
         return Response(selectors.document_history_list(

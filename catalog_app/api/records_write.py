@@ -1,0 +1,65 @@
+"""``POST /records``: atomic batch ingest."""
+from drf_spectacular.utils import OpenApiExample, extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memseek_site.parsing import parse_object
+
+from ..services.record_ingest import record_ingest_batch
+from .schema import ErrorSerializer
+
+
+class RecordInputSerializer(serializers.Serializer):
+    entity = serializers.CharField(max_length=255, help_text="Whose memory; never '*'.")
+    collection = serializers.CharField(required=False, default="main")
+    collection_version = serializers.IntegerField(required=False, min_value=1,
+                                                  help_text="Default: the active version.")
+    type = serializers.CharField(help_text="Author vocabulary; 'run' and 'erasure' are reserved.")
+    key = serializers.CharField(required=False, allow_null=True, max_length=128,
+                                help_text="Required in keyed collections, forbidden in event collections.")
+    text = serializers.CharField(required=False, allow_null=True,
+                                 help_text="Canonical text; rendered from text_projection when omitted.")
+    content = serializers.DictField(required=False, help_text="Validated against the collection's JSON Schema.")
+    status = serializers.ChoiceField(choices=["active", "draft"], required=False, default="active")
+    dedupe_key = serializers.CharField(required=False, allow_null=True, max_length=256)
+    derived_from = serializers.ListField(child=serializers.UUIDField(), required=False, max_length=256)
+    tombstone = serializers.BooleanField(required=False, default=False)
+    occurred_at = serializers.DateTimeField(required=False, help_text="ISO 8601 with a timezone; default now.")
+    scores = serializers.DictField(child=serializers.FloatField(), required=False)
+    annotations = serializers.DictField(required=False)
+
+
+class RecordBatchSerializer(serializers.Serializer):
+    records = RecordInputSerializer(many=True)
+
+
+class IngestOutcomeSerializer(serializers.Serializer):
+    index = serializers.IntegerField()
+    id = serializers.UUIDField()
+    ready = serializers.BooleanField()
+
+
+class IngestResultSerializer(serializers.Serializer):
+    inserted = IngestOutcomeSerializer(many=True)
+    duplicates = IngestOutcomeSerializer(many=True)
+
+
+class RecordBatchView(APIView):
+    @extend_schema(
+        summary="Write a batch of 1-100 records atomically",
+        request=RecordBatchSerializer,
+        responses={200: IngestResultSerializer, 401: ErrorSerializer, 404: ErrorSerializer,
+                   409: ErrorSerializer, 422: ErrorSerializer},
+        examples=[OpenApiExample("One event", request_only=True, value={"records": [
+            {"entity": "contact.maria", "collection": "main", "type": "event",
+             "text": "Maria confirmed the Q3 budget."}]})],
+    )
+    def post(self, request):
+        body = parse_object(request.data, "", allowed={"records"}, required={"records"})
+        result = record_ingest_batch(workspace=request.auth, items=body["records"])
+
+        def rows(outcomes):
+            return [{"index": o.index, "id": str(o.id), "ready": o.ready} for o in outcomes]
+
+        return Response({"inserted": rows(result.inserted), "duplicates": rows(result.duplicates)})

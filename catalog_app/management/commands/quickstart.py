@@ -1,0 +1,46 @@
+"""One command from a fresh clone to a running service with data in it."""
+import json
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand
+
+from catalog_app.models import Workspace
+from catalog_app.services.catalog_load import catalog_load
+from catalog_app.services.record_ingest import record_ingest_batch
+from catalog_app.services.workspaces import api_key_create, workspace_create
+
+DEMO_WORKSPACE = "demo"
+
+
+class Command(BaseCommand):
+    help = ("Migrate, create the demo workspace and print its key, load the example catalog, ingest sample "
+            "records and start the server on 127.0.0.1:8000 (OpenAPI page at /api/docs/).")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--addrport", default="127.0.0.1:8000")
+        parser.add_argument("--no-serve", action="store_true", help="prepare everything but do not start the server")
+
+    def handle(self, *args, addrport, no_serve, **options):
+        call_command("migrate", interactive=False, verbosity=0)
+        self.stdout.write("Database migrated.")
+        workspace = Workspace.objects.filter(name=DEMO_WORKSPACE).first()
+        if workspace is None:
+            workspace, key = workspace_create(name=DEMO_WORKSPACE)
+        else:
+            key = api_key_create(workspace=workspace, label="quickstart")
+        fixtures = Path(settings.BASE_DIR) / "fixtures"
+        compiled = catalog_load(workspace=workspace, directory=fixtures / "catalogs" / "example")
+        self.stdout.write(f"Example catalog loaded ({len(compiled.catalog.names('collection'))} collections).")
+        samples = json.loads((fixtures / "samples" / "quickstart_records.json").read_text())["records"]
+        for record in samples:
+            record.setdefault("dedupe_key", f"quickstart:{record['entity']}:{record['text'] if 'text' in record else record['key']}")
+        result = record_ingest_batch(workspace=workspace, items=samples)
+        self.stdout.write(f"Sample records: {len(result.inserted)} inserted, {len(result.duplicates)} already there.")
+        self.stdout.write(self.style.SUCCESS(
+            f"\nWorkspace '{DEMO_WORKSPACE}' API key (shown once):\n  {key}\n\n"
+            f"Try:\n  curl -H 'Authorization: Bearer {key}' 'http://{addrport}/timeline?entity=contact.maria'\n"
+            f"OpenAPI page: http://{addrport}/api/docs/\n"))
+        if not no_serve:
+            call_command("runserver", addrport, use_reloader=False)

@@ -1,0 +1,256 @@
+"""Parsing and preparing one ``POST /records`` item, before any database access.
+
+``prepare_record`` turns the raw JSON of one item into a frozen ``PreparedRecord`` or raises
+``ApiError`` whose path is relative to the item (``content.channel``). Every rule here is
+local to the item: names and reserved values, the collection's mode, text and
+``text_projection``, the content schema and declared field types, tombstones, size limits,
+and client-supplied scores and annotations. Parents, depth and dedupe need the database and
+live in ``record_ingest``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from memseek_site.conf import memseek_setting
+from memseek_site.errors import ApiError
+from memseek_site.parsing import (PUBLIC_NAME, fail, parse_bool, parse_datetime, parse_list, parse_object,
+                                  parse_string, parse_uuid, type_name)
+
+from ..catalog.collections import PLACEHOLDER, Collection
+from ..catalog.hashing import canonical_json
+from ..catalog.registry import Catalog
+from .content_validation import first_schema_error
+
+RESERVED_TYPES = ("run", "erasure")
+_FIELDS = {"entity", "collection", "collection_version", "type", "key", "text", "content", "status", "dedupe_key",
+           "derived_from", "tombstone", "occurred_at", "scores", "annotations"}
+_KEY = re.compile(r"^\S(.*\S)?$", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedRecord:
+    """One validated item, ready to insert once parents and dedupe are checked."""
+
+    entity: str
+    collection: str
+    collection_version: int
+    collection_hash: str
+    type: str
+    key: str | None
+    status: str
+    text: str
+    content: dict
+    scores: dict
+    annotations: dict
+    annotation_meta: dict
+    tombstone: bool
+    dedupe_key: str | None
+    derived_from: tuple[uuid.UUID, ...]
+    occurred_at: datetime | None  # None: the server's now()
+    ready_at_insert: bool
+    pending_processors: bool  # any embedding/llm/constant processor still to run
+    dedupe_hash: str
+
+
+def prepare_record(raw, catalog: Catalog, processor_hashes: dict[str, str], now: datetime) -> PreparedRecord:
+    """Validate one item against ``catalog``; raises ``ApiError`` with an item-relative path."""
+    item = parse_object(raw, "", allowed=_FIELDS, required=("entity", "type"))
+    entity = parse_string(item["entity"], "entity", max_length=255, code="entity")
+    if entity == "*":
+        raise fail("entity", "'*' is reserved; name the entity the record is about", "entity")
+    collection_name = item.get("collection", "main")
+    if isinstance(collection_name, str) and collection_name.startswith("_"):
+        raise fail("collection", f"{collection_name!r} is reserved for the system", "reserved_collection")
+    parse_string(collection_name, "collection", pattern=PUBLIC_NAME)
+    record_type = parse_string(item["type"], "type", pattern=PUBLIC_NAME)
+    if record_type in RESERVED_TYPES:
+        raise fail("type", f"type {record_type!r} is reserved", "reserved_type")
+    collection = _resolve_collection(catalog, collection_name, item.get("collection_version"))
+    status = item.get("status", "active")
+    if status not in ("active", "draft"):
+        raise fail("status", f"must be 'active' or 'draft', got {status!r}")
+    key = _key(item.get("key"), collection)
+    tombstone = parse_bool(item.get("tombstone", False), "tombstone")
+    derived_from = _parents(item.get("derived_from", []))
+    dedupe_key = item.get("dedupe_key")
+    if dedupe_key is not None:
+        parse_string(dedupe_key, "dedupe_key", max_length=256)
+    occurred_at = parse_datetime(item["occurred_at"], "occurred_at") if "occurred_at" in item else None
+    content = item.get("content", {})
+    if not isinstance(content, dict):
+        raise fail("content", f"expected an object, got {type_name(content)}")
+    if "tombstone" in content:
+        raise fail("content.tombstone", "content.tombstone is reserved; send tombstone: true instead",
+                   "reserved_content")
+    if tombstone:
+        text, content = _tombstone(item, key, derived_from)
+    else:
+        text, content = _text_and_content(item, content, collection)
+    scores, annotations, meta = _client_outputs(item, collection, record_type, catalog, processor_hashes, now)
+    required = [catalog.value("processor", name) for name in collection.required_processors]
+    pending = any(p.source != "client" for name in collection.processors
+                  if (p := catalog.value("processor", name)).applies_to(record_type)) and not tombstone
+    ready = tombstone or all(p.source == "client" for p in required)
+    prepared = dict(entity=entity, collection=collection.name, collection_version=collection.version,
+                    collection_hash=collection.contract_hash, type=record_type, key=key, status=status, text=text,
+                    content=content, scores=scores, annotations=annotations, annotation_meta=meta,
+                    tombstone=tombstone, dedupe_key=dedupe_key, derived_from=derived_from, occurred_at=occurred_at,
+                    ready_at_insert=ready, pending_processors=pending)
+    return PreparedRecord(**prepared, dedupe_hash=_dedupe_hash(prepared, item))
+
+
+def _resolve_collection(catalog: Catalog, name: str, version) -> Collection:
+    if version is not None:
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise fail("collection_version", f"expected a positive integer, got {version!r}")
+        collection = catalog.value("collection", name, version)
+        if collection is None:
+            if catalog.get("collection", name) is None and not catalog.versions("collection", name):
+                raise fail("collection", f"unknown collection {name!r}", "unknown_collection")
+            raise fail("collection_version", f"collection {name} has no version {version}",
+                       "unknown_collection_version")
+        return collection
+    collection = catalog.value("collection", name)
+    if collection is None:
+        known = ", ".join(catalog.names("collection")) or "none loaded"
+        raise fail("collection", f"unknown collection {name!r} (known: {known})", "unknown_collection")
+    return collection
+
+
+def _key(key, collection: Collection) -> str | None:
+    if key is not None:
+        parse_string(key, "key", max_length=128)
+        if not _KEY.fullmatch(key):
+            raise fail("key", "must not start or end with whitespace")
+    if collection.mode == "event" and key is not None:
+        raise fail("key", f"collection {collection.name} is an event collection; records there have no key",
+                   "record_mode")
+    if collection.mode == "keyed" and key is None:
+        raise fail("key", f"collection {collection.name} is keyed; every record needs a key", "record_mode")
+    return key
+
+
+def _parents(raw) -> tuple[uuid.UUID, ...]:
+    parse_list(raw, "derived_from")
+    if len(raw) > memseek_setting("MAX_DERIVED_FROM"):
+        raise fail("derived_from", f"at most {memseek_setting('MAX_DERIVED_FROM')} parents, got {len(raw)}",
+                   "too_many_parents")
+    parents = [parse_uuid(value, f"derived_from[{index}]") for index, value in enumerate(raw)]
+    if len(set(parents)) != len(parents):
+        raise fail("derived_from", "lists the same parent twice", "duplicate_parent")
+    return tuple(parents)
+
+
+def _tombstone(item: dict, key: str | None, parents: tuple) -> tuple[str, dict]:
+    if key is None:
+        raise fail("key", "a tombstone retracts a keyed value and needs its key", "tombstone")
+    if not parents:
+        raise fail("derived_from", "a tombstone must cite at least one parent", "tombstone")
+    if item.get("text") not in (None, ""):
+        raise fail("text", "a tombstone has no text", "tombstone")
+    if item.get("content", {}) != {}:
+        raise fail("content", "a tombstone has no content", "tombstone")
+    return "", {"text": "", "tombstone": True}
+
+
+def _text_and_content(item: dict, content: dict, collection: Collection) -> tuple[str, dict]:
+    text = item.get("text")
+    if text is not None:
+        parse_string(text, "text", allow_blank=True)
+    elif collection.text_projection is not None:
+        text = _project(collection.text_projection, content)
+    else:
+        raise fail("text", f"collection {collection.name} has no text_projection; send text", "text_required")
+    if len(text) > memseek_setting("MAX_TEXT_CHARS"):
+        raise fail("text", f"{len(text)} characters; at most {memseek_setting('MAX_TEXT_CHARS')}", "text_too_large")
+    if "text" in content and content["text"] != text:
+        raise fail("content.text", "differs from the record text; send one or make them equal", "text_mismatch")
+    content = {**content, "text": text}
+    size = len(canonical_json(content).encode("utf-8"))
+    if size > memseek_setting("MAX_CONTENT_BYTES"):
+        raise fail("content", f"{size} bytes; at most {memseek_setting('MAX_CONTENT_BYTES')}", "content_too_large")
+    problem = first_schema_error(dict(collection.schema), content)
+    if problem is not None:
+        inner, message = problem
+        path = f"content.{inner}" if inner else "content"
+        raise fail(path, message, "content_schema")
+    return text, content
+
+
+def _project(template: str, content: dict) -> str:
+    def value(match):
+        name = match.group(1)
+        if content.get(name) is None:
+            raise fail(f"content.{name}", "text_projection needs this value; send it or send text", "text_required")
+        found = content[name]
+        return found if isinstance(found, str) else json.dumps(found, ensure_ascii=False)
+
+    return PLACEHOLDER.sub(value, template)
+
+
+def _client_outputs(item: dict, collection: Collection, record_type: str, catalog: Catalog,
+                    processor_hashes: dict[str, str], now: datetime) -> tuple[dict, dict, dict]:
+    client = {name: p for name in collection.processors
+              if (p := catalog.value("processor", name)).source == "client" and p.applies_to(record_type)}
+    raw_scores = item.get("scores", {})
+    raw_annotations = item.get("annotations", {})
+    for label, raw in (("scores", raw_scores), ("annotations", raw_annotations)):
+        if not isinstance(raw, dict):
+            raise fail(label, f"expected an object, got {type_name(raw)}")
+    scores, annotations, meta = {}, {}, {}
+    for name, value in raw_scores.items():
+        processor = client.get(name)
+        if processor is None or processor.kind != "score":
+            raise fail(f"scores.{name}", f"{name!r} is not a client score processor of {collection.name}",
+                       "client_output")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise fail(f"scores.{name}", "must be a finite number", "client_output")
+        scores[name] = processor.clamp(value)
+        annotations[name] = {"value": scores[name]}
+    for name, value in raw_annotations.items():
+        processor = client.get(name)
+        if processor is None or processor.kind != "json":
+            raise fail(f"annotations.{name}", f"{name!r} is not a client json processor of {collection.name}",
+                       "client_output")
+        if len(canonical_json(value).encode("utf-8")) > memseek_setting("MAX_ANNOTATION_BYTES"):
+            raise fail(f"annotations.{name}", "exceeds MAX_ANNOTATION_BYTES", "annotation_too_large")
+        problem = first_schema_error(dict(processor.output_schema), value)
+        if problem is not None:
+            inner, message = problem
+            raise fail(f"annotations.{name}" + (f".{inner}" if inner else ""), message, "client_output")
+        annotations[name] = value
+        for score_name, dotted in processor.score_fields.items():
+            leaf = value
+            for part in dotted.split("."):
+                leaf = leaf.get(part) if isinstance(leaf, dict) else None
+            if isinstance(leaf, (int, float)) and not isinstance(leaf, bool):
+                scores[score_name] = leaf
+    for name in collection.required_processors:
+        if name in client and name not in annotations:
+            place = "scores" if client[name].kind == "score" else "annotations"
+            raise fail(f"{place}.{name}", f"required client processor {name} must be supplied",
+                       "required_client_output")
+    for name in annotations:
+        meta[name] = {"completed_at": now.isoformat(), "config_hash": processor_hashes[name],
+                      "output_hash": hashlib.sha256(canonical_json(annotations[name]).encode()).hexdigest(),
+                      "status": "ok", "source": "client"}
+    return scores, annotations, meta
+
+
+def _dedupe_hash(prepared: dict, item: dict) -> str:
+    """Identity of an idempotent retry: the canonical payload, with ``occurred_at`` and client
+    outputs only when explicitly supplied."""
+    payload = {key: prepared[key] for key in ("entity", "collection", "collection_version", "collection_hash",
+                                              "type", "key", "status", "content")}
+    payload["derived_from"] = sorted(str(parent) for parent in prepared["derived_from"])
+    occurred_at = prepared["occurred_at"]
+    payload["occurred_at"] = occurred_at.astimezone(timezone.utc).isoformat() if occurred_at else None
+    payload["scores"] = item.get("scores")
+    payload["annotations"] = item.get("annotations")
+    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
