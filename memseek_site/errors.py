@@ -20,6 +20,7 @@ ERROR_STATUS: dict[str, int] = {
     "request_schema": 422,
     "invalid_id": 422,
     "unknown_parameter": 422,
+    "view_parameter": 422,
     "method_not_allowed": 405,
     "unsupported_media_type": 415,
     # Auth

@@ -1,0 +1,418 @@
+"""Typed parameters shared by views and artifacts: declared once, described once, bound per call.
+
+Invariant: one value checker (``_coerce``) decides what a parameter accepts. Load time uses it
+for every ``default`` and ``enum`` entry, call time for every supplied value, and
+``input_schema`` states exactly the same rules in JSON Schema 2020-12, so the schema a
+tool-calling client reads never promises more, or less, than the binder accepts.
+
+Values are JSON values throughout: a ``datetime`` stays the RFC 3339 string the caller gave, an
+``integer`` given as a whole float (``20.0``, which JSON Schema calls an integer) is bound as
+``20``. Inside the frozen ``Parameter``, lists (``string_array`` defaults and enum entries) are
+stored as tuples; everything handed out (schema, summary, bound values) uses lists again.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from catalog_app.catalog.checks import FIELD_NAME, at
+from catalog_app.catalog.errors import CatalogError
+from memseek_site.parsing import fail, type_name
+
+TYPES = ("string", "string_array", "number", "integer", "boolean", "datetime")
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+CODE = "view_parameter"
+
+_APPLIES_TO = {
+    "minimum": ("number", "integer"),
+    "maximum": ("number", "integer"),
+    "min_length": ("string",),
+    "max_length": ("string",),
+    "min_items": ("string_array",),
+    "max_items": ("string_array",),
+    "item_enum": ("string_array",),
+}
+_KEYS = ("type", "required", "default", "description", "enum", *_APPLIES_TO)
+# RFC 3339 date-time, exactly what jsonschema's ``date-time`` format accepts (T and Z in either
+# case, seconds required, a Z or ±HH:MM offset required); the calendar is checked by datetime.
+_LOCAL_TIME = r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?"
+_RFC3339 = re.compile(_LOCAL_TIME + r"(?:[Zz]|[+-]\d{2}:\d{2})", re.ASCII)
+_NAIVE = re.compile(_LOCAL_TIME, re.ASCII)
+
+
+@dataclass(frozen=True, slots=True)
+class Parameter:
+    """One declared input. ``default is None`` means "no default" (null is never a valid value);
+    constraint fields are ``None`` when not declared."""
+
+    name: str
+    type: str
+    required: bool = False
+    default: object = None
+    description: str | None = None
+    enum: tuple | None = None
+    item_enum: tuple[str, ...] | None = None
+    minimum: int | float | None = None
+    maximum: int | float | None = None
+    min_length: int | None = None
+    max_length: int | None = None
+    min_items: int | None = None
+    max_items: int | None = None
+
+
+class _Invalid(Exception):
+    """A value broke a rule; ``index`` locates the offending list item, if any."""
+
+    def __init__(self, message: str, index: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.index = index
+
+
+def _frozen(value):
+    return tuple(value) if isinstance(value, list) else value
+
+
+def _thawed(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
+# ---------------------------------------------------------------- the one value checker
+
+
+def _coerce(param: Parameter, value, *, with_enum: bool = True):
+    """Return ``value`` as the JSON value ``param`` binds, or raise ``_Invalid``."""
+    kind = param.type
+    if kind == "string":
+        if not isinstance(value, str):
+            raise _Invalid(f"expected a string, got {type_name(value)}")
+        _check_size(len(value), param.min_length, param.max_length, "character")
+        result = value
+    elif kind == "string_array":
+        if not isinstance(value, (list, tuple)):
+            raise _Invalid(f"expected a list of strings, got {type_name(value)}")
+        for index, item in enumerate(value):
+            if not isinstance(item, str):
+                raise _Invalid(f"expected a string, got {type_name(item)}", index)
+            if param.item_enum is not None and item not in param.item_enum:
+                raise _Invalid(f"{item!r} is not one of {', '.join(param.item_enum)}", index)
+        _check_size(len(value), param.min_items, param.max_items, "item")
+        result = list(value)
+    elif kind in ("number", "integer"):
+        result = _number(value, kind)
+        if param.minimum is not None and result < param.minimum:
+            raise _Invalid(f"must be at least {param.minimum}, got {result}")
+        if param.maximum is not None and result > param.maximum:
+            raise _Invalid(f"must be at most {param.maximum}, got {result}")
+    elif kind == "boolean":
+        if not isinstance(value, bool):
+            raise _Invalid(f"expected true or false, got {type_name(value)}")
+        result = value
+    else:
+        _check_datetime(value)
+        result = value
+    if with_enum and param.enum is not None and _frozen(result) not in param.enum:
+        allowed = ", ".join(repr(_thawed(entry)) for entry in param.enum)
+        raise _Invalid(f"{result!r} is not one of the allowed values: {allowed}")
+    return result
+
+
+def _number(value, kind: str):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _Invalid(f"expected {'an integer' if kind == 'integer' else 'a number'}, got {type_name(value)}")
+    if not math.isfinite(value):
+        raise _Invalid("must be a finite number")
+    if kind == "integer" and isinstance(value, float):
+        if not value.is_integer():
+            raise _Invalid(f"expected a whole number, got {value}")
+        return int(value)
+    return value
+
+
+def _check_size(size: int, low: int | None, high: int | None, unit: str) -> None:
+    if low is not None and size < low:
+        raise _Invalid(f"must hold at least {low} {unit}(s), got {size}")
+    if high is not None and size > high:
+        raise _Invalid(f"must hold at most {high} {unit}(s), got {size}")
+
+
+def _check_datetime(value) -> None:
+    if not isinstance(value, str):
+        raise _Invalid(f"expected an RFC 3339 timestamp string such as 2026-07-17T09:00:00Z, got {type_name(value)}")
+    if _NAIVE.fullmatch(value):
+        raise _Invalid(f"{value!r} has no timezone; add Z or an offset such as +00:00")
+    if _RFC3339.fullmatch(value):
+        try:
+            datetime.fromisoformat(value[:-1] + "+00:00" if value[-1] in "Zz" else value)
+            return
+        except ValueError:
+            pass
+    raise _Invalid(f"{value!r} is not an RFC 3339 timestamp such as 2026-07-17T09:00:00Z")
+
+
+# ---------------------------------------------------------------- load time
+
+
+def parse_parameters(raw, path: str) -> tuple[Parameter, ...]:
+    """Parse a ``parameters:`` mapping (name → declaration), keeping declaration order.
+
+    Takes the raw YAML value (callers pass ``{}`` when the key is absent) and the dotted path
+    of the mapping. Returns the parameters. Raises ``CatalogError(path, "view_parameter", ...)``
+    for the first problem, located at the offending key.
+    """
+    if not isinstance(raw, dict):
+        raise CatalogError(path, CODE, "must be a mapping of parameter name to declaration")
+    parameters = []
+    for name, declaration in raw.items():
+        param_path = at(path, str(name))
+        if not isinstance(name, str) or not FIELD_NAME.fullmatch(name):
+            raise CatalogError(param_path, CODE, f"parameter name {name!r} must match {FIELD_NAME.pattern}")
+        parameters.append(_parse_one(name, declaration, param_path))
+    return tuple(parameters)
+
+
+def _parse_one(name: str, raw, path: str) -> Parameter:
+    if not isinstance(raw, dict):
+        raise CatalogError(path, CODE, "must be a mapping such as {type: string, required: true}")
+    for key in raw:
+        if key not in _KEYS:
+            raise CatalogError(at(path, str(key)), CODE, f"unknown key {key!r}; allowed: {', '.join(_KEYS)}")
+    if "type" not in raw:
+        raise CatalogError(at(path, "type"), CODE, f"is required; one of {', '.join(TYPES)}")
+    kind = raw["type"]
+    if kind not in TYPES:
+        raise CatalogError(at(path, "type"), CODE, f"{kind!r} is not a parameter type; use one of {', '.join(TYPES)}")
+    for key, kinds in _APPLIES_TO.items():
+        if key in raw and kind not in kinds:
+            raise CatalogError(at(path, key), CODE,
+                               f"{key} applies only to {' and '.join(kinds)} parameters, not {kind}")
+    required = raw.get("required", False)
+    if not isinstance(required, bool):
+        raise CatalogError(at(path, "required"), CODE, f"must be true or false, got {required!r}")
+    if required and "default" in raw:
+        raise CatalogError(at(path, "default"), CODE,
+                           "a required parameter may not declare a default; drop one of them")
+    description = raw.get("description")
+    if description is not None and (not isinstance(description, str) or not description.strip()):
+        raise CatalogError(at(path, "description"), CODE, "must be a non-blank string")
+    param = Parameter(name=name, type=kind, required=required, description=description,
+                      item_enum=_item_enum(raw, path), **_bounds(raw, kind, path))
+    if "enum" in raw:
+        param = replace(param, enum=_enum(param, raw["enum"], at(path, "enum")))
+    if "default" in raw:
+        param = replace(param, default=_frozen(_declared_value(param, raw["default"], at(path, "default"))))
+    return param
+
+
+def _bounds(raw: dict, kind: str, path: str) -> dict:
+    found = {}
+    for key in ("minimum", "maximum"):
+        if key in raw:
+            try:
+                found[key] = _number(raw[key], kind)
+            except _Invalid as problem:
+                message = f"{problem.message} (a bound has its parameter's type)"
+                raise CatalogError(at(path, key), CODE, message) from None
+    for key in ("min_length", "max_length", "min_items", "max_items"):
+        if key in raw:
+            value = raw[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise CatalogError(at(path, key), CODE, f"must be a non-negative integer, got {value!r}")
+            found[key] = value
+    for low, high in (("minimum", "maximum"), ("min_length", "max_length"), ("min_items", "max_items")):
+        if low in found and high in found and found[low] > found[high]:
+            raise CatalogError(at(path, low), CODE, f"{low} {found[low]} exceeds {high} {found[high]}")
+    return found
+
+
+def _item_enum(raw: dict, path: str) -> tuple[str, ...] | None:
+    if "item_enum" not in raw:
+        return None
+    value, item_path = raw["item_enum"], at(path, "item_enum")
+    if not isinstance(value, list) or not value:
+        raise CatalogError(item_path, CODE, "must be a non-empty list of strings")
+    for index, item in enumerate(value):
+        if not isinstance(item, str):
+            raise CatalogError(at(item_path, index), CODE, f"expected a string, got {type_name(item)}")
+        if item in value[:index]:
+            raise CatalogError(at(item_path, index), CODE, f"{item!r} is listed twice")
+    return tuple(value)
+
+
+def _enum(param: Parameter, value, path: str) -> tuple:
+    if not isinstance(value, list) or not value:
+        raise CatalogError(path, CODE, "must be a non-empty list of allowed values")
+    entries: list = []
+    for index, entry in enumerate(value):
+        frozen = _frozen(_declared_value(param, entry, at(path, index)))
+        if frozen in entries:
+            raise CatalogError(at(path, index), CODE, f"{entry!r} is listed twice")
+        entries.append(frozen)
+    return tuple(entries)
+
+
+def _declared_value(param: Parameter, value, path: str):
+    """A ``default`` or ``enum`` entry checked against everything declared so far."""
+    if value is None:
+        raise CatalogError(path, CODE, "null is not a valid value; omit the key instead")
+    try:
+        return _coerce(param, value)
+    except _Invalid as problem:
+        where = at(path, problem.index) if problem.index is not None else path
+        raise CatalogError(where, CODE, f"{problem.message} (declared values must satisfy the type and "
+                                        "every constraint)") from None
+
+
+# ---------------------------------------------------------------- description
+
+
+def input_schema(parameters: tuple[Parameter, ...]) -> dict:
+    """The complete JSON Schema 2020-12 contract for a call's arguments.
+
+    ``required`` is always present, as a list in declaration order (empty when nothing is
+    required), so clients never have to treat a missing key specially.
+    """
+    return {
+        "$schema": JSON_SCHEMA_DIALECT,
+        "type": "object",
+        "properties": {param.name: _property_schema(param) for param in parameters},
+        "additionalProperties": False,
+        "required": [param.name for param in parameters if param.required],
+    }
+
+
+def _property_schema(param: Parameter) -> dict:
+    if param.type == "string_array":
+        items = {"type": "string"}
+        if param.item_enum is not None:
+            items["enum"] = list(param.item_enum)
+        schema = {"type": "array", "items": items}
+    elif param.type == "datetime":
+        schema = {"type": "string", "format": "date-time"}
+    else:
+        schema = {"type": param.type}
+    for key, keyword in (("minimum", "minimum"), ("maximum", "maximum"), ("min_length", "minLength"),
+                         ("max_length", "maxLength"), ("min_items", "minItems"), ("max_items", "maxItems")):
+        if getattr(param, key) is not None:
+            schema[keyword] = getattr(param, key)
+    if param.enum is not None:
+        schema["enum"] = [_thawed(entry) for entry in param.enum]
+    if param.description is not None:
+        schema["description"] = param.description
+    if param.default is not None:
+        schema["default"] = _thawed(param.default)
+    return schema
+
+
+def parameters_summary(parameters: tuple[Parameter, ...]) -> dict:
+    """The compact ``GET /views`` form: ``{name: {type, required, default}}`` (default null when none)."""
+    return {param.name: {"type": param.type, "required": param.required, "default": _thawed(param.default)}
+            for param in parameters}
+
+
+# ---------------------------------------------------------------- call time
+
+
+def bind_parameters(parameters: tuple[Parameter, ...], values, path: str = "") -> dict:
+    """Check a call's arguments and return them bound, defaults applied, in declaration order.
+
+    ``values`` must be a JSON object. An optional parameter with no default that the caller
+    omits stays absent from the result. Raises ``ApiError("view_parameter", ..., path=...)``
+    for the first unknown, missing, wrongly typed, out-of-range or not-allowed value; the path
+    is the parameter's name (``channels[1]`` for one list item), under ``path`` if given.
+    """
+    if not isinstance(values, dict):
+        raise fail(path, f"parameters must be a JSON object, got {type_name(values)}", CODE)
+    declared = {param.name: param for param in parameters}
+    for key in values:
+        if key not in declared:
+            allowed = ", ".join(declared) or "none"
+            raise fail(at(path, key), f"unknown parameter {key!r}; this view takes: {allowed}", CODE)
+    bound = {}
+    for param in parameters:
+        if param.name not in values:
+            if param.required:
+                raise fail(at(path, param.name), "is required", CODE)
+            if param.default is not None:
+                bound[param.name] = _thawed(param.default)
+            continue
+        try:
+            bound[param.name] = _coerce(param, values[param.name])
+        except _Invalid as problem:
+            where = at(path, param.name)
+            where = at(where, problem.index) if problem.index is not None else where
+            raise fail(where, problem.message, CODE) from None
+    return bound
+
+
+# ---------------------------------------------------------------- fixed contracts (graph views)
+
+GRAPH_PARAMETERS: tuple[Parameter, ...] = (
+    Parameter("seed", "string", required=True, min_length=1, max_length=128),
+    Parameter("predicates", "string_array", default=()),
+    Parameter("direction", "string", default="out", enum=("out", "in", "both")),
+    Parameter("depth", "integer", default=1, minimum=1, maximum=16),
+    Parameter("limit", "integer", default=20, minimum=1, maximum=500),
+)
+ORPHAN_PARAMETERS: tuple[Parameter, ...] = (
+    Parameter("limit", "integer", default=50, minimum=1, maximum=500),
+)
+_AUTHOR_MAY_NOT_SET = ("min_length", "max_length", "min_items")
+
+
+def check_fixed_contract(parameters: tuple[Parameter, ...], fixed: tuple[Parameter, ...], path: str,
+                         *, code: str = "graph_view") -> tuple[Parameter, ...]:
+    """Check declared ``parameters`` against a fixed contract and return the effective ones.
+
+    The names, types, required-ness and defaults must equal ``fixed``'s exactly. Authors may
+    add ``description``, ``enum``/``item_enum``, ``minimum``/``maximum`` and ``max_items``, but
+    only to narrow: bounds stay inside the fixed range and an enum inside the fixed enum. The
+    returned parameters (declaration order) carry the author's narrowing plus every fixed
+    bound or enum the author left out, so the schema and binder state the hard limits too.
+    Raises ``CatalogError(path.<name>[.<key>], code, ...)``; pass ``graph_orphans_view`` for
+    orphan views.
+    """
+    expected = {param.name: param for param in fixed}
+    names = ", ".join(expected)
+    for param in parameters:
+        if param.name not in expected:
+            raise CatalogError(at(path, param.name), code,
+                               f"is not part of the fixed contract; declare exactly {names}")
+    declared = {param.name: param for param in parameters}
+    for want in fixed:
+        if want.name not in declared:
+            raise CatalogError(at(path, want.name), code, f"is missing; declare exactly {names}")
+    return tuple(_narrowed(param, expected[param.name], at(path, param.name), code) for param in parameters)
+
+
+def _narrowed(param: Parameter, want: Parameter, path: str, code: str) -> Parameter:
+    for key in ("type", "required", "default"):
+        if getattr(param, key) != getattr(want, key) or type(getattr(param, key)) is not type(getattr(want, key)):
+            shown = "no default" if key == "default" and want.default is None else repr(_thawed(getattr(want, key)))
+            raise CatalogError(at(path, key), code, f"the fixed contract requires {key} {shown}")
+    for key in _AUTHOR_MAY_NOT_SET:
+        if getattr(param, key) is not None:
+            raise CatalogError(at(path, key), code, "may not be set here; authors may add only description, enum, "
+                                                    "item_enum, minimum, maximum and max_items")
+    if want.minimum is not None and param.minimum is not None and param.minimum < want.minimum:
+        raise CatalogError(at(path, "minimum"), code, f"must be at least {want.minimum}, the fixed lower bound")
+    if want.maximum is not None and param.maximum is not None and param.maximum > want.maximum:
+        raise CatalogError(at(path, "maximum"), code, f"must be at most {want.maximum}, the fixed upper bound")
+    merged = replace(
+        param,
+        minimum=want.minimum if param.minimum is None else param.minimum,
+        maximum=want.maximum if param.maximum is None else param.maximum,
+        min_length=want.min_length, max_length=want.max_length, min_items=want.min_items,
+        enum=want.enum if param.enum is None else param.enum,
+    )
+    if merged.minimum is not None and merged.maximum is not None and merged.minimum > merged.maximum:
+        raise CatalogError(at(path, "minimum"), code, f"minimum {merged.minimum} exceeds the maximum {merged.maximum}")
+    for index, entry in enumerate(param.enum or ()):
+        try:
+            _coerce(replace(merged, enum=want.enum), entry)
+        except _Invalid as problem:
+            message = f"{problem.message} (outside the fixed contract)"
+            raise CatalogError(at(at(path, "enum"), index), code, message) from None
+    return merged
