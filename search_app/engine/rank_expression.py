@@ -1,0 +1,553 @@
+"""Rank expressions: the AST, its strict parser, mode checks, JSON form, grammar and evaluation.
+
+A rank expression is a small tree written as nested lists, ``[operator, argument, ...]``
+(spec "The expression language"). This module keeps three invariants:
+
+* A parsed tree is always well formed: known operators, right arity, finite numbers,
+  ``saturate``/``decay`` options exactly ``{midpoint, exponent}`` and both > 0, at most
+  ``MAX_DEPTH`` levels and ``MAX_NODES`` nodes. Every rejection names the indexed path of the
+  offending item (``rank[1][0][2]``).
+* ``rank_to_json(parse_rank(x))`` is the canonical list form, and parsing it again gives an
+  equal tree, so hashes of rank expressions do not depend on how they were written.
+* Evaluation runs over the whole candidate set at once (``normalize`` spans every candidate),
+  treats a missing signal as 0, and never returns a non-finite value: it raises
+  ``RankEvaluationError`` (code ``rank_evaluation``) instead.
+
+Depth counts nodes on the longest root-to-leaf path, the root being level 1; the list that
+holds the children of ``sum``/``max`` is syntax, not a level. The shipped hybrid default
+``sum > product > normalize > max > similarity`` is therefore exactly 5 levels deep.
+
+Pure Python: no Django imports.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import MappingProxyType
+from typing import ClassVar, Union
+
+MAX_DEPTH = 5
+MAX_NODES = 16
+AGE_FIELDS = ("created_at", "occurred_at", "last_accessed")
+SHAPE_OPTIONS = ("midpoint", "exponent")
+MODES = ("vector", "text", "hybrid", "recent", "structured")
+# Signals that depend on the query, and the modes that can compute them.
+QUERY_SIGNAL_MODES: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "similarity": ("vector", "hybrid"),
+    "text_match": ("text", "hybrid"),
+    "bm25": ("text", "hybrid"),
+})
+
+
+class RankError(Exception):
+    """An invalid rank expression. ``path`` is the indexed location, ``message`` says what to fix.
+
+    ``code`` is the envelope code a request parser should use (``request_schema``); catalog
+    loaders re-raise under their own code.
+    """
+
+    code = "request_schema"
+
+    def __init__(self, path: str, message: str):
+        super().__init__(f"{path}: {message}" if path else message)
+        self.path = path
+        self.message = message
+
+
+class RankEvaluationError(Exception):
+    """Evaluation produced a non-finite value; ``path`` names the node that produced it."""
+
+    code = "rank_evaluation"
+
+    def __init__(self, path: str, message: str):
+        super().__init__(f"{path}: {message}" if path else message)
+        self.path = path
+        self.message = message
+
+
+# --- the AST ----------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Similarity:
+    """``[similarity]``: 1 - cosine distance of query and record (vector and hybrid only)."""
+
+    op: ClassVar[str] = "similarity"
+
+
+@dataclass(frozen=True, slots=True)
+class TextMatch:
+    """``[text_match]``: ``ts_rank_cd`` of the English full-text query (text and hybrid only)."""
+
+    op: ClassVar[str] = "text_match"
+
+
+@dataclass(frozen=True, slots=True)
+class Bm25:
+    """``[bm25]``: exact BM25 (``bm25_v1``) of the query against the record (text and hybrid only)."""
+
+    op: ClassVar[str] = "bm25"
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    """``[score, name]``: the stored ``scores[name]``."""
+
+    name: str
+    op: ClassVar[str] = "score"
+
+
+@dataclass(frozen=True, slots=True)
+class AgeHours:
+    """``[age_hours, field]``: hours since ``created_at``/``occurred_at``/``last_accessed``, future = 0."""
+
+    field: str
+    op: ClassVar[str] = "age_hours"
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    """``[const, n]``: a fixed finite number."""
+
+    value: float
+    op: ClassVar[str] = "const"
+
+
+@dataclass(frozen=True, slots=True)
+class Sum:
+    """``[sum, [a, b, ...]]``: the children added, in order."""
+
+    children: tuple[RankNode, ...]
+    op: ClassVar[str] = "sum"
+
+
+@dataclass(frozen=True, slots=True)
+class Max:
+    """``[max, [a, b, ...]]``: the largest child per candidate."""
+
+    children: tuple[RankNode, ...]
+    op: ClassVar[str] = "max"
+
+
+@dataclass(frozen=True, slots=True)
+class Product:
+    """``[product, factor, a]``: ``factor * a``; a negative factor makes a penalty."""
+
+    factor: float
+    child: RankNode
+    op: ClassVar[str] = "product"
+
+
+@dataclass(frozen=True, slots=True)
+class Normalize:
+    """``[normalize, a]``: min-max of ``a`` across the candidates; all equal gives all 0."""
+
+    child: RankNode
+    op: ClassVar[str] = "normalize"
+
+
+@dataclass(frozen=True, slots=True)
+class Saturate:
+    """``[saturate, a, {midpoint, exponent}]``: ``x^e / (x^e + m^e)`` with ``x`` clamped at 0."""
+
+    child: RankNode
+    midpoint: float
+    exponent: float
+    op: ClassVar[str] = "saturate"
+
+
+@dataclass(frozen=True, slots=True)
+class Decay:
+    """``[decay, a, {midpoint, exponent}]``: ``1 / (1 + x^e / m^e)`` with ``x`` clamped at 0."""
+
+    child: RankNode
+    midpoint: float
+    exponent: float
+    op: ClassVar[str] = "decay"
+
+
+RankNode = Union[Similarity, TextMatch, Bm25, Score, AgeHours, Const, Sum, Max, Product, Normalize, Saturate, Decay]
+SIGNAL_TYPES = (Similarity, TextMatch, Bm25, Score, AgeHours, Const)
+OPERATORS = ("similarity", "text_match", "bm25", "score", "age_hours", "const",
+             "sum", "max", "product", "normalize", "saturate", "decay")
+_USAGE = {
+    "similarity": "[similarity]", "text_match": "[text_match]", "bm25": "[bm25]",
+    "score": "[score, name]", "age_hours": "[age_hours, created_at|occurred_at|last_accessed]",
+    "const": "[const, n]", "sum": "[sum, [a, b, ...]]", "max": "[max, [a, b, ...]]",
+    "product": "[product, factor, a]", "normalize": "[normalize, a]",
+    "saturate": "[saturate, a, {midpoint: m, exponent: e}]", "decay": "[decay, a, {midpoint: m, exponent: e}]",
+}
+# Items in the list form, operator included.
+_ARITY = {"similarity": 1, "text_match": 1, "bm25": 1, "score": 2, "age_hours": 2, "const": 2,
+          "sum": 2, "max": 2, "product": 3, "normalize": 2, "saturate": 3, "decay": 3}
+
+# The formulas the service ships in conf/rank_default.yaml (spec "Rank expressions"), per mode,
+# in list form. Read-only: deep-copy before changing one.
+_DECAY_LAST_ACCESSED = ["product", 1.0, ["decay", ["age_hours", "last_accessed"], {"midpoint": 24, "exponent": 1}]]
+SHIPPED_DEFAULT_VARIANTS: Mapping[str, list] = MappingProxyType({
+    "hybrid": ["sum", [["product", 1.0, ["normalize", ["max", [["similarity"], ["text_match"]]]]],
+                       _DECAY_LAST_ACCESSED]],
+    "vector": ["sum", [["product", 1.0, ["normalize", ["similarity"]]], _DECAY_LAST_ACCESSED]],
+    "text": ["sum", [["product", 1.0, ["normalize", ["text_match"]]], _DECAY_LAST_ACCESSED]],
+    "recent": ["decay", ["age_hours", "occurred_at"], {"midpoint": 24, "exponent": 1}],
+})
+
+
+# --- parsing ----------------------------------------------------------------------------------
+
+def parse_rank(raw, path: str = "rank") -> RankNode:
+    """Parse the list form ``[operator, argument, ...]`` into a frozen AST.
+
+    Takes the decoded YAML/JSON value and the path to report errors under. Returns the root
+    node. Raises ``RankError(path, message)`` for anything malformed: not a list, unknown
+    operator, wrong arity, non-finite or boolean numbers, an unknown ``age_hours`` field, bad
+    ``saturate``/``decay`` options, more than ``MAX_DEPTH`` levels or ``MAX_NODES`` nodes.
+    Mode and scorer-name checks are ``validate_rank``'s job.
+    """
+    return _Parser(path).node(raw, path, 1)
+
+
+class _Parser:
+    def __init__(self, root_path: str):
+        self.root_path = root_path
+        self.count = 0
+
+    def node(self, raw, path: str, depth: int) -> RankNode:
+        if depth > MAX_DEPTH:
+            raise RankError(path, f"nests deeper than {MAX_DEPTH} levels; flatten the expression")
+        self.count += 1
+        if self.count > MAX_NODES:
+            raise RankError(self.root_path, f"has more than {MAX_NODES} nodes (the one past the limit is at {path})")
+        if not isinstance(raw, (list, tuple)):
+            raise RankError(path, f"must be a list [operator, argument, ...], got {_type_name(raw)}")
+        if not raw:
+            raise RankError(path, "must not be empty; the first item is the operator")
+        op = raw[0]
+        if not isinstance(op, str):
+            raise RankError(f"{path}[0]", f"the operator must be a string, got {_type_name(op)}")
+        if op not in _USAGE:
+            raise RankError(f"{path}[0]", f"unknown operator {op!r}; expected one of {', '.join(OPERATORS)}")
+        if len(raw) != _ARITY[op]:
+            raise RankError(path, f"{op} takes {_ARITY[op] - 1} argument(s), got {len(raw) - 1}; write {_USAGE[op]}")
+        return getattr(self, f"_{op}")(raw, path, depth)
+
+    def _similarity(self, raw, path, depth):
+        return Similarity()
+
+    def _text_match(self, raw, path, depth):
+        return TextMatch()
+
+    def _bm25(self, raw, path, depth):
+        return Bm25()
+
+    def _score(self, raw, path, depth):
+        name = raw[1]
+        if not isinstance(name, str) or not name.strip():
+            raise RankError(f"{path}[1]", "the score name must be a non-blank string")
+        return Score(name)
+
+    def _age_hours(self, raw, path, depth):
+        if raw[1] not in AGE_FIELDS:
+            raise RankError(f"{path}[1]", f"age_hours reads one of {', '.join(AGE_FIELDS)}, got {raw[1]!r}")
+        return AgeHours(raw[1])
+
+    def _const(self, raw, path, depth):
+        return Const(_finite(raw[1], f"{path}[1]"))
+
+    def _children(self, raw, path, depth) -> tuple[RankNode, ...]:
+        items = raw[1]
+        if not isinstance(items, (list, tuple)) or not items:
+            raise RankError(f"{path}[1]", f"{raw[0]} takes a non-empty list of expressions; write {_USAGE[raw[0]]}")
+        return tuple(self.node(item, f"{path}[1][{index}]", depth + 1) for index, item in enumerate(items))
+
+    def _sum(self, raw, path, depth):
+        return Sum(self._children(raw, path, depth))
+
+    def _max(self, raw, path, depth):
+        return Max(self._children(raw, path, depth))
+
+    def _product(self, raw, path, depth):
+        factor = _finite(raw[1], f"{path}[1]")
+        return Product(factor, self.node(raw[2], f"{path}[2]", depth + 1))
+
+    def _normalize(self, raw, path, depth):
+        return Normalize(self.node(raw[1], f"{path}[1]", depth + 1))
+
+    def _shape(self, raw, path, depth):
+        child = self.node(raw[1], f"{path}[1]", depth + 1)
+        options, options_path = raw[2], f"{path}[2]"
+        if not isinstance(options, Mapping):
+            raise RankError(options_path, f"{raw[0]} options must be an object {{midpoint, exponent}}, "
+                                          f"got {_type_name(options)}")
+        for key in options:
+            if key not in SHAPE_OPTIONS:
+                raise RankError(f"{options_path}.{key}",
+                                f"unknown option; {raw[0]} takes exactly midpoint and exponent")
+        values = []
+        for key in SHAPE_OPTIONS:
+            if key not in options:
+                raise RankError(f"{options_path}.{key}", "is required")
+            value = _finite(options[key], f"{options_path}.{key}")
+            if value <= 0:
+                raise RankError(f"{options_path}.{key}", f"must be greater than 0, got {options[key]!r}")
+            values.append(value)
+        return child, values[0], values[1]
+
+    def _saturate(self, raw, path, depth):
+        return Saturate(*self._shape(raw, path, depth))
+
+    def _decay(self, raw, path, depth):
+        return Decay(*self._shape(raw, path, depth))
+
+
+def _finite(value, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise RankError(path, f"expected a number, got {_type_name(value)}")
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise RankError(path, "must be a finite number")
+    return number
+
+
+def _type_name(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, Mapping):
+        return "an object"
+    return {str: "a string", int: "an integer", float: "a number", list: "a list", tuple: "a list"}.get(
+        type(value), type(value).__name__)
+
+
+# --- structure --------------------------------------------------------------------------------
+
+def rank_children(node: RankNode, path: str = "rank") -> tuple[tuple[RankNode, str], ...]:
+    """The direct child nodes of ``node`` with their list-form paths (``path[1][0]``, ``path[2]``)."""
+    if isinstance(node, (Sum, Max)):
+        return tuple((child, f"{path}[1][{index}]") for index, child in enumerate(node.children))
+    if isinstance(node, Product):
+        return ((node.child, f"{path}[2]"),)
+    if isinstance(node, (Normalize, Saturate, Decay)):
+        return ((node.child, f"{path}[1]"),)
+    return ()
+
+
+def rank_depth(node: RankNode) -> int:
+    """Levels on the longest root-to-leaf path; a lone signal is 1."""
+    return 1 + max((rank_depth(child) for child, _ in rank_children(node)), default=0)
+
+
+def rank_node_count(node: RankNode) -> int:
+    """Number of operator nodes in the tree (numbers and option objects are arguments, not nodes)."""
+    return 1 + sum(rank_node_count(child) for child, _ in rank_children(node))
+
+
+def validate_rank(node: RankNode, *, mode: str | None, score_names: Collection[str], post_fusion: bool = False,
+                  path: str = "rank") -> None:
+    """Check a parsed expression against where it runs.
+
+    ``mode`` is the search mode (``vector``, ``text``, ``hybrid``, ``recent``; ``structured``
+    accepts no rank at all); it is ignored when ``post_fusion`` is true. ``score_names`` are the
+    declared score names reachable by the search. ``post_fusion`` marks a multi-source
+    ``boost``, which may use only ``score``, ``age_hours``, ``const`` and shapers.
+    Returns None. Raises ``RankError`` naming the offending node's path; ``ValueError`` for a
+    mode that is not one of ``MODES``.
+    """
+    if not post_fusion:
+        if mode not in MODES:
+            raise ValueError(f"unknown search mode {mode!r}")
+        if mode == "structured":
+            raise RankError(path, "structured search is ordered by order_by; rank is not allowed")
+    _validate(node, path, mode, frozenset(score_names), post_fusion)
+
+
+def _validate(node: RankNode, path: str, mode: str | None, score_names: frozenset[str], post_fusion: bool) -> None:
+    if node.op in QUERY_SIGNAL_MODES:
+        if post_fusion:
+            raise RankError(path, f"{node.op} depends on the query and cannot be used in a post-fusion boost; "
+                                  "use score, age_hours, const and shapers")
+        allowed = QUERY_SIGNAL_MODES[node.op]
+        if mode not in allowed:
+            raise RankError(path, f"{node.op} is available only in {' and '.join(allowed)} mode, not {mode}")
+    elif isinstance(node, Score) and node.name not in score_names:
+        known = ", ".join(sorted(score_names)) or "none declared"
+        raise RankError(f"{path}[1]", f"unknown score {node.name!r}; declared scores: {known}")
+    for child, child_path in rank_children(node, path):
+        _validate(child, child_path, mode, score_names, post_fusion)
+
+
+def rank_signals(node: RankNode) -> frozenset[str]:
+    """The signal operators the tree reads (``similarity``, ``score``, ...), e.g. to skip work."""
+    own = frozenset({node.op}) if isinstance(node, SIGNAL_TYPES) else frozenset()
+    return own.union(*(rank_signals(child) for child, _ in rank_children(node)))
+
+
+def rank_to_json(node: RankNode) -> list:
+    """The canonical list form of ``node``; numbers are floats. ``parse_rank`` of it is equal to ``node``."""
+    if isinstance(node, Score):
+        return ["score", node.name]
+    if isinstance(node, AgeHours):
+        return ["age_hours", node.field]
+    if isinstance(node, Const):
+        return ["const", node.value]
+    if isinstance(node, (Sum, Max)):
+        return [node.op, [rank_to_json(child) for child in node.children]]
+    if isinstance(node, Product):
+        return ["product", node.factor, rank_to_json(node.child)]
+    if isinstance(node, Normalize):
+        return ["normalize", rank_to_json(node.child)]
+    if isinstance(node, (Saturate, Decay)):
+        return [node.op, rank_to_json(node.child), {"midpoint": node.midpoint, "exponent": node.exponent}]
+    return [node.op]
+
+
+# --- evaluation -------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Signals:
+    """What a rank expression can read off one candidate.
+
+    ``None`` means missing and evaluates to 0, as does NaN and a non-numeric stored score.
+    Timestamps must be timezone-aware.
+    """
+
+    similarity: float | None = None
+    text_match: float | None = None
+    bm25: float | None = None
+    scores: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
+    created_at: datetime | None = None
+    occurred_at: datetime | None = None
+    last_accessed: datetime | None = None
+
+
+def evaluate_rank(node: RankNode, candidates: Sequence[Signals], now: datetime, *, path: str = "rank") -> list[float]:
+    """Evaluate ``node`` for every candidate at once; returns one finite value per candidate, in order.
+
+    ``normalize`` spans the whole ``candidates`` sequence, so pass every ranked candidate, not a
+    page. ``now`` (timezone-aware) is the reference for ``age_hours``. Raises
+    ``RankEvaluationError`` if any node produces a non-finite value (path names the node) and
+    ``ValueError`` for a naive ``now`` or timestamp.
+    """
+    if now.utcoffset() is None:
+        raise ValueError("now must be a timezone-aware datetime")
+    candidates = tuple(candidates)
+    if not candidates:
+        return []
+    return _evaluate(node, candidates, now, path)
+
+
+def _evaluate(node: RankNode, candidates: tuple[Signals, ...], now: datetime, path: str) -> list[float]:
+    if isinstance(node, (Sum, Max)):
+        columns = [_evaluate(child, candidates, now, child_path) for child, child_path in rank_children(node, path)]
+        combine = sum if isinstance(node, Sum) else max
+        values = [combine(row) for row in zip(*columns)]
+    elif isinstance(node, (Product, Normalize, Saturate, Decay)):
+        ((child, child_path),) = rank_children(node, path)
+        values = _shape(node, _evaluate(child, candidates, now, child_path))
+    else:
+        values = [_signal(node, candidate, now) for candidate in candidates]
+    for index, value in enumerate(values):
+        if not math.isfinite(value):
+            raise RankEvaluationError(path, f"{node.op} produced a non-finite value ({value}) for candidate {index}; "
+                                            "every value a rank expression produces must be finite")
+    return values
+
+
+def _shape(node: RankNode, values: list[float]) -> list[float]:
+    if isinstance(node, Product):
+        return [node.factor * value for value in values]
+    if isinstance(node, Normalize):
+        low, high = min(values), max(values)
+        if high == low:
+            return [0.0] * len(values)
+        span = high - low
+        return [(value - low) / span for value in values]
+    m, e = node.midpoint, node.exponent
+    if isinstance(node, Saturate):
+        # x^e / (x^e + m^e) written as 1 / (1 + (m/x)^e) so large x or e cannot overflow.
+        return [0.0 if value <= 0 else 1.0 / (1.0 + _power(m / value, e)) for value in values]
+    return [1.0 / (1.0 + _power(max(0.0, value) / m, e)) for value in values]
+
+
+def _power(base: float, exponent: float) -> float:
+    try:
+        return base ** exponent
+    except OverflowError:
+        return math.inf  # the shaper's limit (0 or 1) is then exact and finite
+
+
+def _signal(node: RankNode, candidate: Signals, now: datetime) -> float:
+    if isinstance(node, Const):
+        return node.value
+    if isinstance(node, Score):
+        return _number(candidate.scores.get(node.name))
+    if isinstance(node, AgeHours):
+        stamp = getattr(candidate, node.field)
+        if stamp is None:
+            return 0.0
+        if stamp.utcoffset() is None:
+            raise ValueError(f"{node.field} must be a timezone-aware datetime")
+        return max(0.0, (now - stamp).total_seconds() / 3600.0)
+    return _number(getattr(candidate, node.op))
+
+
+def _number(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return 0.0
+    return float(value)
+
+
+# --- the grammar, for GET /rank/schema --------------------------------------------------------
+
+def _array(op: str, description: str, *arguments: dict, **extra) -> dict:
+    items = [{"const": op}, *arguments]
+    return {"type": "array", "description": description, "prefixItems": items,
+            "minItems": len(items), "maxItems": len(items), **extra}
+
+
+_NODE = {"$ref": "#/$defs/node"}
+_NODES = {"type": "array", "minItems": 1, "items": _NODE}
+_NUMBER = {"type": "number"}
+_OPTIONS = {"$ref": "#/$defs/shape_options"}
+
+RANK_GRAMMAR: dict = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "Memseek rank expression",
+    "description": "A tree of [operator, argument, ...] lists evaluated once per candidate; higher wins. "
+                   "Any missing signal is 0. Every value produced must be finite.",
+    "$ref": "#/$defs/node",
+    "x-limits": {"max_depth": MAX_DEPTH, "max_nodes": MAX_NODES,
+                 "depth_counting": "nodes on the longest root-to-leaf path, root = 1"},
+    "x-signal-modes": {op: list(modes) for op, modes in QUERY_SIGNAL_MODES.items()},
+    "x-post-fusion-boost": ["score", "age_hours", "const", "sum", "max", "product", "normalize", "saturate", "decay"],
+    "$defs": {
+        "node": {"oneOf": [{"$ref": f"#/$defs/{op}"} for op in OPERATORS]},
+        "shape_options": {
+            "type": "object", "additionalProperties": False, "required": list(SHAPE_OPTIONS),
+            "properties": {"midpoint": {"type": "number", "exclusiveMinimum": 0},
+                           "exponent": {"type": "number", "exclusiveMinimum": 0}},
+        },
+        "similarity": _array("similarity", "1 - cosine distance of query and record; vector and hybrid only.",
+                             **{"x-modes": ["vector", "hybrid"]}),
+        "text_match": _array("text_match", "PostgreSQL ts_rank_cd over English full-text search; text and hybrid only.",
+                             **{"x-modes": ["text", "hybrid"]}),
+        "bm25": _array("bm25", "Exact BM25 (bm25_v1, k1 1.2, b 0.75) of the query against the record; "
+                               "text and hybrid only.", **{"x-modes": ["text", "hybrid"]}),
+        "score": _array("score", "The stored scores[name]; the name must be a declared score.",
+                        {"type": "string", "minLength": 1}),
+        "age_hours": _array("age_hours", "Hours since the timestamp; a future timestamp counts as 0.",
+                            {"enum": list(AGE_FIELDS)}),
+        "const": _array("const", "A fixed finite number.", _NUMBER),
+        "sum": _array("sum", "Adds the children.", _NODES),
+        "max": _array("max", "The largest child.", _NODES),
+        "product": _array("product", "factor * child; a negative factor is a penalty.", _NUMBER, _NODE),
+        "normalize": _array("normalize", "(x - min) / (max - min) across the candidates; all equal gives 0.", _NODE),
+        "saturate": _array("saturate", "x^e / (x^e + m^e), input clamped at 0; 0.5 at x = m.", _NODE, _OPTIONS),
+        "decay": _array("decay", "1 / (1 + x^e / m^e), input clamped at 0; 0.5 at x = m.", _NODE, _OPTIONS),
+    },
+}
