@@ -8,4 +8,5 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("", include("catalog_app.urls")),
+    path("", include("search_app.urls")),
 ]

@@ -1,0 +1,44 @@
+"""``POST /search`` (a full SearchSpec) and ``GET /search`` (the URL convenience form)."""
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from catalog_app.api.schema import ErrorSerializer
+from memseek_site.parsing import PUBLIC_NAME, parse_query, parse_string, query_int
+
+from ..services import search_run
+from .schema import SearchResponseSerializer, SearchSpecSerializer
+
+_ERRORS = {401: ErrorSerializer, 409: ErrorSerializer, 422: ErrorSerializer, 503: ErrorSerializer}
+GET_INCLUDE = ["text", "collection", "type", "occurred_at"]
+
+
+class SearchView(APIView):
+    @extend_schema(
+        summary="Run a search (full SearchSpec)", request=SearchSpecSerializer,
+        responses={200: SearchResponseSerializer, **_ERRORS},
+        examples=[OpenApiExample("Hybrid search for one customer", request_only=True, value={
+            "q": "Q3 budget", "mode": "hybrid", "scope": {"entities": ["contact.maria"], "collections": ["main"]},
+            "k": 5, "include": ["text", "occurred_at"], "render": True})])
+    def post(self, request):
+        return Response(search_run(workspace=request.auth, body=request.data))
+
+    @extend_schema(
+        summary="Quick hybrid search from a URL",
+        parameters=[OpenApiParameter("q", OpenApiTypes.STR, required=True),
+                    OpenApiParameter("entity", OpenApiTypes.STR), OpenApiParameter("collection", OpenApiTypes.STR),
+                    OpenApiParameter("k", OpenApiTypes.INT, description="1-100, default 20")],
+        responses={200: SearchResponseSerializer, **_ERRORS})
+    def get(self, request):
+        params = parse_query(request.query_params, allowed={"q", "entity", "collection", "k"}, required={"q"})
+        body = {"q": params["q"], "mode": "hybrid", "include": GET_INCLUDE, "render": True,
+                "k": query_int(params["k"], "k", minimum=1, maximum=100) if "k" in params else 20}
+        scope = {}
+        if "entity" in params:
+            scope["entities"] = [parse_string(params["entity"], "entity", max_length=255)]
+        if "collection" in params:
+            scope["collections"] = [parse_string(params["collection"], "collection", pattern=PUBLIC_NAME)]
+        if scope:
+            body["scope"] = scope
+        return Response(search_run(workspace=request.auth, body=body))

@@ -1,0 +1,180 @@
+"""The ``pg`` search backend: candidate ids per mode, then the canonical reload.
+
+Candidates are only proposals: scope and typed filters are applied inside the candidate SQL
+so a filtered search still fills its pool, and every proposal is reloaded with the same
+scope (``reload_rows``) and re-checked in Python before ranking. Vector candidates use the
+space's partial HNSW index with ``hnsw.ef_search`` at least the pool size and iterative
+scans, so selective filters still fill the pool.
+"""
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import connection, transaction
+
+from .resolve import ResolvedSource
+from .sql_scope import RECORD, filter_clause, order_clause, scope_clause
+
+EMBEDDING = "catalog_app_recordembedding"
+# The query's English lexemes, OR-ed: a long question still finds rows sharing some words.
+OR_QUERY = "replace(plainto_tsquery('english', %s)::text, ' & ', ' | ')::tsquery"
+
+
+@dataclass(frozen=True, slots=True)
+class QueryContext:
+    workspace_id: int
+    q: str | None
+    vector: list[float] | None
+    space: str
+    dimensions: int
+
+
+@dataclass(frozen=True, slots=True)
+class CanonicalRow:
+    id: uuid.UUID
+    seq: int
+    collection: str
+    collection_version: int
+    entity: str
+    type: str
+    key: str | None
+    status: str
+    text: str
+    content: dict
+    scores: dict
+    annotations: dict
+    depth: int
+    occurred_at: datetime
+    created_at: datetime
+    last_accessed: datetime
+    run_id: uuid.UUID | None
+    similarity: float | None
+    text_match: float | None
+
+
+def candidate_ids(resolved: ResolvedSource, context: QueryContext) -> list[uuid.UUID]:
+    """At most the source's candidate cap of ids, in the mode's proposal order."""
+    mode = resolved.source.mode
+    cap = resolved.source.candidate_cap()
+    if mode == "vector":
+        return _vector(resolved, context, cap)
+    if mode == "text":
+        return _text(resolved, context, cap)
+    if mode == "recent":
+        return _recent(resolved, context, cap)
+    if mode == "structured":
+        return _structured(resolved, context, cap)
+    channels = (_vector(resolved, context, cap), _text(resolved, context, cap), _recent(resolved, context, cap))
+    return interleave(channels, cap)
+
+
+def interleave(channels, cap: int) -> list:
+    """Round-robin over the channels (position 1 of each, then 2, ...), first occurrence wins."""
+    seen, merged = set(), []
+    for position in range(max((len(c) for c in channels), default=0)):
+        for channel in channels:
+            if position < len(channel) and channel[position] not in seen:
+                seen.add(channel[position])
+                merged.append(channel[position])
+                if len(merged) == cap:
+                    return merged
+    return merged
+
+
+def _where(resolved: ResolvedSource, context: QueryContext) -> tuple[str, list]:
+    scope_sql, scope_params = scope_clause(resolved, context.workspace_id)
+    filter_sql, filter_params = filter_clause(resolved)
+    return f"{scope_sql} AND {filter_sql}", scope_params + filter_params
+
+
+def _vector(resolved: ResolvedSource, context: QueryContext, cap: int) -> list[uuid.UUID]:
+    where, params = _where(resolved, context)
+    dims = int(context.dimensions)
+    # The space literal must appear verbatim for the planner to match the space's partial index;
+    # it was validated against the embedding-space name pattern when the catalog loaded.
+    sql = (f"SELECT r.id FROM {EMBEDDING} e JOIN {RECORD} r ON r.id = e.record_id "
+           f"WHERE e.space = '{context.space}' AND e.workspace_id = %s AND {where} "
+           f"ORDER BY e.embedding::vector({dims}) <=> %s::vector({dims}) LIMIT %s")
+    # set_config(..., true) lasts until the end of the transaction, so run both in one.
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true), "
+                       "set_config('hnsw.iterative_scan', 'relaxed_order', true)", [str(max(40, min(cap, 1000)))])
+        cursor.execute(sql, [context.workspace_id, *params, _vector_literal(context.vector), cap])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _text(resolved: ResolvedSource, context: QueryContext, cap: int) -> list[uuid.UUID]:
+    where, params = _where(resolved, context)
+    sql = (f"WITH query AS (SELECT {OR_QUERY} AS q) SELECT r.id FROM {RECORD} r, query "
+           f"WHERE r.search_vector @@ query.q AND {where} "
+           f"ORDER BY ts_rank_cd(r.search_vector, query.q) DESC, r.seq DESC LIMIT %s")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [context.q, *params, cap])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _recent(resolved: ResolvedSource, context: QueryContext, cap: int) -> list[uuid.UUID]:
+    where, params = _where(resolved, context)
+    sql = f"SELECT r.id FROM {RECORD} r WHERE {where} ORDER BY r.occurred_at DESC, r.seq DESC LIMIT %s"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, cap])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def _structured(resolved: ResolvedSource, context: QueryContext, cap: int) -> list[uuid.UUID]:
+    where, params = _where(resolved, context)
+    order, order_params = order_clause(resolved)
+    sql = f"SELECT r.id FROM {RECORD} r WHERE {where} ORDER BY {order} LIMIT %s"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, *order_params, cap])
+        return [row[0] for row in cursor.fetchall()]
+
+
+_COLUMNS = ("r.id, r.seq, r.collection, r.collection_version, r.entity, r.type, r.key, r.status, r.text, r.content, "
+            "r.scores, r.annotations, r.depth, r.occurred_at, r.created_at, r.last_accessed, r.run_id")
+
+
+def reload_rows(resolved: ResolvedSource, context: QueryContext, ids: list[uuid.UUID]) -> list[CanonicalRow]:
+    """Fetch the proposed ids again under the source's scope, with similarity and text_match
+    recomputed from canonical data for the modes that use them. Order follows ``ids``."""
+    if not ids:
+        return []
+    mode = resolved.source.mode
+    scope_sql, scope_params = scope_clause(resolved, context.workspace_id)
+    params: list = []
+    dims = int(context.dimensions)
+    if mode in ("vector", "hybrid"):
+        similarity = (f"(SELECT 1 - (e.embedding::vector({dims}) <=> %s::vector({dims})) FROM {EMBEDDING} e "
+                      f"WHERE e.record_id = r.id AND e.space = %s)")
+        params.extend([_vector_literal(context.vector), context.space])
+    else:
+        similarity = "NULL::float8"
+    if mode in ("text", "hybrid"):
+        text_match = f"ts_rank_cd(r.search_vector, {OR_QUERY})"
+        params.append(context.q)
+    else:
+        text_match = "NULL::float4"
+    sql = (f"SELECT {_COLUMNS}, {similarity} AS similarity, {text_match} AS text_match FROM {RECORD} r "
+           f"WHERE r.id = ANY(%s::uuid[]) AND {scope_sql}")
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, list(ids), *scope_params])
+        rows = {row[0]: _canonical(row) for row in cursor.fetchall()}
+    return [rows[i] for i in ids if i in rows]
+
+
+def _canonical(row) -> CanonicalRow:
+    # Django's connection loads jsonb as text (JSONField decodes it); raw queries decode here.
+    content, scores, annotations = (json.loads(value) for value in row[9:12])
+    return CanonicalRow(*row[:9], content, scores, annotations, *row[12:17], similarity=_float(row[17]),
+                        text_match=_float(row[18]))
+
+
+def _float(value) -> float | None:
+    return None if value is None else float(value)
+
+
+def _vector_literal(vector) -> str:
+    return "[" + ",".join(repr(float(v)) for v in vector) + "]"

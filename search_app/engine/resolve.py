@@ -1,0 +1,269 @@
+"""Resolving a parsed SearchSpec against a workspace catalog (reference A.1 step 2).
+
+For each source: the reachable collection versions (pinned ones, else every loaded version
+of each named collection), exactly one search profile, backend capabilities, every filtered,
+sorted and projected field declared compatibly in every reachable version, operators and
+operands type-checked, annotations required everywhere, and the rank expression (explicit or
+the deployment default for the mode) valid against declared score names. Pure over the
+``Catalog`` object; raises ``ResolveError`` with a stable code and the dotted path.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from types import MappingProxyType
+
+from catalog_app.catalog.collections import Collection, DeclaredField
+from catalog_app.catalog.processors import supersession_chain
+from catalog_app.catalog.registry import Catalog
+
+from .profiles import search_profile
+from .rank_expression import RankError, RankNode, validate_rank
+from .spec import SYSTEM_COLLECTION, Condition, SearchSpec, Source
+
+MODE_NEEDS = {"vector": ("vector",), "text": ("text",), "hybrid": ("vector", "text"), "recent": ("recent",),
+              "structured": ("structured",)}
+RANGE_OPERATORS = ("gt", "gte", "lt", "lte")
+RANGE_TYPES = ("number", "integer", "datetime")
+
+
+class ResolveError(Exception):
+    def __init__(self, code: str, path: str, message: str):
+        super().__init__(f"{path}: {message}" if path else message)
+        self.code = code
+        self.path = path
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class FieldAccess:
+    """How one declared field is read on rows of one collection version: the declaration and
+    the paths to try, newest annotation first (supersession fallbacks)."""
+
+    field: DeclaredField
+    paths: tuple[tuple[str, ...], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedSource:
+    source: Source
+    versions: tuple[Collection, ...]
+    profile: str
+    backend: str
+    rank: RankNode | None  # None for structured
+    # field name -> {(collection, version): FieldAccess}, for every field the source uses
+    fields: MappingProxyType
+
+    def access(self, field: str, collection: str, version: int) -> FieldAccess:
+        return self.fields[field][(collection, version)]
+
+
+def resolve_search(spec: SearchSpec, catalog: Catalog, *, view: bool = False) -> tuple[ResolvedSource, ...]:
+    """Resolve every source of ``spec``; ``view`` applies the stricter view rules (explicit
+    collections, no ``_system``)."""
+    score_names = declared_score_names(catalog)
+    rank_defaults = catalog.value("rank_default", "rank_default")
+    resolved = []
+    for index, source in enumerate(spec.sources):
+        path = f"sources[{index}]" if spec.fused else ""
+        resolved.append(_resolve_source(spec, source, path, catalog, score_names, rank_defaults, view))
+    if spec.boost is not None:
+        _validate_rank(spec.boost, "boost", mode=None, score_names=score_names, post_fusion=True)
+    return tuple(resolved)
+
+
+def declared_score_names(catalog: Catalog) -> frozenset[str]:
+    return frozenset(name for processor in catalog.active_values("processor").values()
+                     for name in processor.score_names)
+
+
+def _at(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _resolve_source(spec, source: Source, path: str, catalog: Catalog, score_names, rank_defaults,
+                    view: bool) -> ResolvedSource:
+    versions = _versions(source, path, catalog, view)
+    profile = _profile(versions, path, catalog)
+    found = search_profile(catalog, profile)
+    backend = found.backend
+    if not found.usable:
+        raise ResolveError("search_backend_unavailable", _at(path, "scope.collections"),
+                           f"search profile {profile} uses the {backend} backend, which is not available here")
+    for needed in MODE_NEEDS[source.mode]:
+        if needed not in found.capabilities:
+            raise ResolveError("capability", _at(path, "mode"),
+                               f"search profile {profile} ({backend}) cannot run {source.mode} search")
+    if source.order_by and source.mode != "structured":
+        raise ResolveError("field_order", _at(path, "order_by"), "order_by is only used by structured search")
+    fields: dict[str, dict] = {}
+    for condition in source.where:
+        where_path = _at(path, f"where.{condition.field}")
+        access = _field(condition.field, versions, catalog, where_path, fields, "filter")
+        _check_operator(condition, next(iter(access.values())).field, _at(where_path, condition.op))
+    for index, key in enumerate(source.order_by):
+        _field(key.field, versions, catalog, _at(path, f"order_by[{index}].field"), fields, "sort")
+    for index, name in enumerate(spec.fields):
+        _field(name, versions, catalog, f"fields[{index}]", fields, "project")
+    for index, name in enumerate(spec.annotations):
+        _check_annotation(name, versions, catalog, f"annotations[{index}]")
+    rank = None
+    if source.mode != "structured":
+        rank = source.rank if source.rank is not None else rank_defaults.variants[source.mode]
+        _validate_rank(rank, _at(path, "rank"), mode=source.mode, score_names=score_names, post_fusion=False)
+    return ResolvedSource(source, versions, profile, backend, rank,
+                          MappingProxyType({name: MappingProxyType(by_version) for name, by_version in fields.items()}))
+
+
+def _versions(source: Source, path: str, catalog: Catalog, view: bool) -> tuple[Collection, ...]:
+    scope_path = _at(path, "scope.collections")
+    names = source.scope.collections
+    if not names:
+        if view:
+            raise ResolveError("search_scope", scope_path, "a view must name its collections explicitly")
+        names = tuple(catalog.names("collection"))
+        if not names:
+            raise ResolveError("no_catalog", scope_path, "this workspace has no collections yet")
+    versions = []
+    for index, name in enumerate(names):
+        if name == SYSTEM_COLLECTION:
+            raise ResolveError("reserved", f"{scope_path}[{index}]",
+                               "run records are not searchable here" if not view else "a view may not read _system")
+        stored = catalog.versions("collection", name)
+        if not stored:
+            raise ResolveError("unknown_collection", f"{scope_path}[{index}]", f"unknown collection {name!r}")
+        pinned = source.scope.pinned_versions(name)
+        if pinned is None:
+            versions.extend(definition.value for definition in stored)
+            continue
+        by_number = {definition.version: definition.value for definition in stored}
+        for position, number in enumerate(pinned):
+            if number not in by_number:
+                raise ResolveError("unknown_collection", _at(path, f"scope.collection_versions.{name}[{position}]"),
+                                   f"collection {name} has no version {number}")
+            versions.append(by_number[number])
+    return tuple(versions)
+
+
+def _profile(versions, path: str, catalog: Catalog) -> str:
+    profiles = set()
+    for collection in versions:
+        active = catalog.value("collection", collection.name)
+        profiles.add((active or collection).search_profile)
+    if len(profiles) != 1:
+        raise ResolveError("search_profile", _at(path, "scope.collections"),
+                           f"these collections are indexed by different search profiles ({', '.join(sorted(profiles))}); "
+                           "split them into separate sources")
+    return profiles.pop()
+
+
+_PERMISSION = {"filter": "filterable", "sort": "sortable", "project": "returnable"}
+
+
+def _field(name: str, versions, catalog: Catalog, path: str, fields: dict, use: str) -> dict:
+    by_version, signature = {}, None
+    for collection in versions:
+        declared = collection.fields.get(name)
+        if declared is None:
+            raise ResolveError("field_reference", path, f"field {name!r} is not declared in collection "
+                               f"{collection.name} version {collection.version}")
+        if signature is not None and declared.signature != signature:
+            raise ResolveError("field_compatibility", path, f"field {name!r} is declared differently across the "
+                               "collection versions in scope")
+        signature = declared.signature
+        if not getattr(declared, use):
+            raise ResolveError("field_permission", path, f"field {name!r} is not declared {_PERMISSION[use]} in "
+                               f"{collection.name} version {collection.version}")
+        by_version[(collection.name, collection.version)] = FieldAccess(declared, _paths(declared, catalog))
+    if use in ("filter", "sort"):
+        _check_annotation_backed(name, by_version, versions, catalog, path)
+    fields.setdefault(name, {}).update(by_version)
+    return by_version
+
+
+def _paths(declared: DeclaredField, catalog: Catalog) -> tuple[tuple[str, ...], ...]:
+    if declared.path[0] != "annotations":
+        return (declared.path,)
+    return tuple(("annotations", name) + declared.path[2:] for name in supersession_chain(catalog, declared.path[1]))
+
+
+def _check_annotation_backed(name, by_version, versions, catalog, path: str) -> None:
+    for collection in versions:
+        access = by_version[(collection.name, collection.version)]
+        if access.field.path[0] != "annotations":
+            continue
+        chain = {p[1] for p in access.paths}
+        if not chain & set(collection.required_processors):
+            raise ResolveError("required_annotation", path, f"field {name!r} reads an annotation that is not from a "
+                               f"required processor of {collection.name} version {collection.version}")
+
+
+def _check_annotation(name: str, versions, catalog: Catalog, path: str) -> None:
+    if catalog.value("processor", name) is None:
+        raise ResolveError("unknown_annotation", path, f"no processor named {name!r}")
+    for collection in versions:
+        if name not in collection.required_processors:
+            raise ResolveError("required_annotation", path, f"{name} is not a required processor of "
+                               f"{collection.name} version {collection.version}")
+
+
+def _check_operator(condition: Condition, declared: DeclaredField, path: str) -> None:
+    op, operand = condition.op, condition.operand
+    if op in RANGE_OPERATORS and (declared.is_array or declared.type not in RANGE_TYPES):
+        raise ResolveError("field_operator", path, f"{op} works on number, integer and datetime fields, not "
+                           f"{_type_label(declared)}")
+    if op in ("contains_any", "contains_all") and not declared.is_array:
+        raise ResolveError("field_operator", path, f"{op} needs a list field; {condition.field} holds one value")
+    if op == "in" and declared.is_array:
+        raise ResolveError("field_operator", path, "in works on single values; use contains_any for lists")
+    if op == "exists":
+        return
+    if op == "eq" and declared.is_array:
+        if not isinstance(operand, tuple):
+            raise ResolveError("field_operand", path, "eq on a list field compares the whole list; send a list")
+        values = operand
+    elif isinstance(operand, tuple):
+        if op == "eq":
+            raise ResolveError("field_operand", path, f"{condition.field} holds one value; send one value")
+        values = operand
+    else:
+        values = (operand,)
+    for position, value in enumerate(values):
+        value_path = f"{path}[{position}]" if isinstance(operand, tuple) else path
+        if not operand_matches(declared.type, value):
+            raise ResolveError("field_operand", value_path, f"{value!r} is not a {declared.type} value")
+
+
+def operand_matches(field_type: str, value) -> bool:
+    """Whether a filter operand is a valid value of a declared field type."""
+    if field_type == "string":
+        return isinstance(value, str)
+    if field_type == "boolean":
+        return isinstance(value, bool)
+    if field_type == "integer":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if field_type == "number":
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    return parse_aware_datetime(value) is not None
+
+
+def parse_aware_datetime(value) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value)
+    except ValueError:
+        return None
+    return parsed if parsed.utcoffset() is not None else None
+
+
+def _type_label(declared: DeclaredField) -> str:
+    return f"[{declared.type}]" if declared.is_array else declared.type
+
+
+def _validate_rank(node, path: str, *, mode, score_names, post_fusion: bool) -> None:
+    try:
+        validate_rank(node, mode=mode, score_names=score_names, post_fusion=post_fusion, path=path)
+    except RankError as error:
+        raise ResolveError("request_schema", error.path, error.message) from None

@@ -1,0 +1,64 @@
+"""Search services used by the API routes (and by retrieval, the SDK and MCP later)."""
+from __future__ import annotations
+
+from django.db import connection
+from django.utils import timezone
+
+from catalog_app.catalog.runtime import catalog_for_workspace
+from memseek_site.conf import memseek_setting
+from memseek_site.errors import ApiError
+
+from .engine.present import check_response_size, search_payload
+from .engine.resolve import ResolveError
+from .engine.run import SearchOutcome, run_search
+from .engine.spec import QueryTooLong, SearchSpec, SpecError, parse_search_spec
+
+
+def search_spec_parse(raw, *, allow_system: bool = True) -> SearchSpec:
+    """Parse a SearchSpec body; raises ``ApiError`` (``request_schema`` or ``query_too_long``)."""
+    try:
+        return parse_search_spec(raw, max_query_chars=memseek_setting("MAX_QUERY_CHARS"), allow_system=allow_system)
+    except SpecError as error:
+        raise ApiError("request_schema", str(error), path=error.path or None) from None
+    except QueryTooLong as error:
+        raise ApiError("query_too_long", str(error), path="q") from None
+
+
+def search_execute(*, workspace, spec: SearchSpec, view: bool = False) -> SearchOutcome:
+    """Run a parsed search; catalog problems become ``ApiError`` with their code and path."""
+    catalog = catalog_for_workspace(workspace)
+    try:
+        return run_search(workspace=workspace, spec=spec, catalog=catalog, view=view)
+    except ResolveError as error:
+        raise ApiError(error.code, str(error), path=error.path or None) from None
+
+
+def search_respond(*, workspace, spec: SearchSpec, outcome: SearchOutcome, backend_as_list: bool = False,
+                   extra: dict | None = None) -> dict:
+    """The response payload of ``outcome``: rendered, size-checked, and its records touched."""
+    catalog = catalog_for_workspace(workspace)
+    payload = search_payload(outcome, catalog, render_budget=memseek_setting("SEARCH_RENDER_TOKENS"),
+                             backend_as_list=backend_as_list)
+    if extra:
+        payload = {**extra, **payload}
+    check_response_size(payload, memseek_setting("MAX_RESPONSE_BYTES"))
+    if memseek_setting("TOUCH_ON_READ"):
+        from .tasks import enqueue_touch
+
+        enqueue_touch(hit.row.id for hit in outcome.hits)
+    return payload
+
+
+def search_run(*, workspace, body) -> dict:
+    """``POST /search``: parse, run and present one SearchSpec."""
+    spec = search_spec_parse(body)
+    outcome = search_execute(workspace=workspace, spec=spec)
+    return search_respond(workspace=workspace, spec=spec, outcome=outcome)
+
+
+def records_touch(*, record_ids: list[str]) -> int:
+    """Set ``last_accessed`` to now on ``record_ids``; returns the number of rows updated."""
+    with connection.cursor() as cursor:
+        cursor.execute("UPDATE catalog_app_record SET last_accessed = %s WHERE id = ANY(%s::uuid[])",
+                       [timezone.now(), list(record_ids)])
+        return cursor.rowcount
