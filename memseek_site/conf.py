@@ -33,6 +33,9 @@ DEFAULTS: dict[str, object] = {
     "ENRICH_BATCH": 32,
     "EMBEDDING_BATCH": 64,
     "PENDING_RECOVERY_AGE_S": 30,
+    "SCORER_TEXT_CHARS": 12_000,
+    # Model providers (embeddings over HTTP, chat completions)
+    "PROVIDER_TIMEOUT_S": 30,
 }
 
 _CEILINGS = {"API_KEY_CACHE_TTL_S": 60, "MAX_GRAPH_DEPTH": 16, "MAX_GRAPH_PATHS": 500,

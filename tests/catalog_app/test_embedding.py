@@ -1,0 +1,135 @@
+"""Embedding texts: the bundled MiniLM model, and the OpenAI-compatible HTTP adapter against a
+real loopback server."""
+import math
+import socket
+
+import pytest
+
+from catalog_app.catalog.models_conf import EmbeddingConfig, Provider
+from catalog_app.embedding import EmbeddingUnavailable, embed_query, embed_texts, embedding_batch_size, local_model
+from catalog_app.text import TRUNCATION_SENTINEL
+from tests.openai_server import ScriptedOpenAIServer
+
+LOCAL = EmbeddingConfig(Provider("local", "sentence_transformers", None, None, "none", "max_tokens"),
+                        "all-MiniLM-L6-v2", 384, "minilm-l6-v2", 64, 16000)
+
+
+def http_config(base_url: str, *, dimensions: int = 384, batch: int = 256, max_text_chars: int = 16000,
+                api_key_env: str | None = None) -> EmbeddingConfig:
+    provider = Provider("remote", "openai_compat", base_url, api_key_env, "json_schema", "max_tokens")
+    return EmbeddingConfig(provider, "text-embedding-test", dimensions, "remote-v1", batch, max_text_chars)
+
+
+def cosine(a, b) -> float:
+    return sum(x * y for x, y in zip(a, b))
+
+
+def norm(vector) -> float:
+    return math.sqrt(sum(x * x for x in vector))
+
+
+@pytest.fixture
+def server():
+    with ScriptedOpenAIServer() as running:
+        yield running
+
+
+@pytest.mark.model
+def test_local_model_returns_unit_384_dimensional_vectors():
+    vectors = embed_texts(LOCAL, ["The invoice was paid late.", "A cat sleeps on the sofa."])
+    assert len(vectors) == 2
+    for vector in vectors:
+        assert len(vector) == 384
+        assert norm(vector) == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.model
+def test_local_model_places_related_sentences_closer_than_unrelated_ones():
+    billing, refund, weather = embed_texts(LOCAL, [
+        "The customer asked for a refund of the duplicate charge on her credit card.",
+        "Please return the money that was billed twice to my card.",
+        "Heavy snow is expected in the mountains this weekend.",
+    ])
+    assert cosine(billing, refund) > cosine(billing, weather) + 0.2
+
+
+@pytest.mark.model
+def test_query_vector_equals_the_stored_vector_of_the_same_text():
+    text = "Where is my parcel?"
+    query = embed_query(LOCAL, text)
+    (stored,) = embed_texts(LOCAL, [text])
+    assert cosine(query, stored) == pytest.approx(1.0, abs=1e-5)
+
+
+@pytest.mark.model
+def test_local_model_is_loaded_once_per_process():
+    assert local_model() is local_model()
+
+
+@pytest.mark.model
+def test_local_model_embeds_many_texts_across_batches_in_order():
+    texts = [f"note number {i} about topic {i % 7}" for i in range(130)]
+    vectors = embed_texts(LOCAL, texts)
+    assert len(vectors) == 130
+    assert vectors[129] == pytest.approx(embed_texts(LOCAL, [texts[129]])[0], abs=1e-5)
+
+
+def test_batch_size_is_the_configured_batch_capped_at_64():
+    assert embedding_batch_size(http_config("http://127.0.0.1:1/v1", batch=256)) == 64
+    assert embedding_batch_size(http_config("http://127.0.0.1:1/v1", batch=10)) == 10
+
+
+def test_http_provider_is_called_in_batches_of_at_most_64(server):
+    texts = [f"text {i}" for i in range(150)]
+    vectors = embed_texts(http_config(server.base_url), texts)
+    assert [len(request.body["input"]) for request in server.requests] == [64, 64, 22]
+    assert all(request.path == "/v1/embeddings" for request in server.requests)
+    assert server.requests[0].body["model"] == "text-embedding-test"
+    assert len(vectors) == 150
+    assert all(len(vector) == 384 and norm(vector) == pytest.approx(1.0) for vector in vectors)
+
+
+def test_http_vectors_keep_input_order(server):
+    first, second = embed_texts(http_config(server.base_url), ["alpha", "beta"])
+    assert first == pytest.approx(embed_query(http_config(server.base_url), "alpha"))
+    assert second == pytest.approx(embed_query(http_config(server.base_url), "beta"))
+    assert first != pytest.approx(second)
+
+
+def test_http_provider_sends_the_bearer_key(server, monkeypatch):
+    monkeypatch.setenv("EMBED_KEY", "sk-embed")
+    embed_texts(http_config(server.base_url, api_key_env="EMBED_KEY"), ["x"])
+    assert server.requests[0].headers["Authorization"] == "Bearer sk-embed"
+
+
+def test_texts_are_middle_truncated_to_max_text_chars(server):
+    text = "head " * 40 + "tail"
+    embed_texts(http_config(server.base_url, max_text_chars=60), [text, "short"])
+    sent_long, sent_short = server.requests[0].body["input"]
+    assert len(sent_long) == 60
+    assert TRUNCATION_SENTINEL in sent_long
+    assert sent_long.startswith("head") and sent_long.endswith("tail")
+    assert sent_short == "short"
+
+
+def test_wrong_dimension_is_unavailable(server):
+    server.embed_dimensions = 1536
+    with pytest.raises(EmbeddingUnavailable, match="384"):
+        embed_texts(http_config(server.base_url), ["x"])
+
+
+def test_http_error_is_unavailable_and_transient(server):
+    server.embed_status = 503
+    with pytest.raises(EmbeddingUnavailable) as raised:
+        embed_texts(http_config(server.base_url), ["x"])
+    assert raised.value.transient
+    assert raised.value.status == 503
+    assert raised.value.code == "embedding_unavailable"
+
+
+def test_unreachable_provider_is_unavailable():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with pytest.raises(EmbeddingUnavailable):
+        embed_texts(http_config(f"http://127.0.0.1:{port}/v1"), ["x"])

@@ -1,0 +1,228 @@
+"""Real Celery workers (``celery -A memseek_site worker`` subprocesses) against the local Redis
+and the test database: enrichment end to end, and recovery after a worker is killed mid-task.
+
+Skipped only when no Redis answers on 127.0.0.1:6379 (CI provides one).
+"""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from urllib.parse import quote, urlencode
+
+import pytest
+import redis
+from celery import Celery
+from django.db import connection
+from django.utils import timezone
+
+from catalog_app.catalog.runtime import catalog_for_workspace
+from catalog_app.models import Record, RecordEmbedding
+from catalog_app.services.catalog_load import catalog_load
+from tests.openai_server import Hang, ScriptedOpenAIServer, llm_catalog_dir
+
+pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
+
+PROJECT = Path(__file__).resolve().parents[2]
+REDIS_HOST, REDIS_PORT = "127.0.0.1", 6379
+# A database number of its own, flushed around each test, so stale messages never leak in.
+BROKER_URL = f"redis://{REDIS_HOST}:{REDIS_PORT}/{os.environ.get('MEMSEEK_TEST_REDIS_DB', '14')}"
+TASK = "catalog_app.tasks.enrich_records"
+
+
+def redis_reachable() -> bool:
+    try:
+        with socket.create_connection((REDIS_HOST, REDIS_PORT), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def database_url() -> str:
+    """The address of the database this test uses (the pytest-django test database)."""
+    settings = connection.settings_dict
+    user, password = quote(settings["USER"] or "", safe=""), quote(settings["PASSWORD"] or "", safe="")
+    auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
+    host, query = settings["HOST"] or "", {}
+    if host.startswith("/"):
+        netloc, query["host"] = auth, host
+    else:
+        netloc = auth + host + (f":{settings['PORT']}" if settings["PORT"] else "")
+    suffix = f"?{urlencode(query)}" if query else ""
+    return f"postgresql://{netloc}/{quote(settings['NAME'], safe='')}{suffix}"
+
+
+def wait_for(condition, timeout_s: float, what: str, logs=()) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.25)
+    tails = "\n".join(f"--- {log.name}\n{log.read_text()[-3000:]}" for log in logs if log.exists())
+    pytest.fail(f"timed out after {timeout_s} s waiting for {what}\n{tails}")
+
+
+class Workers:
+    """Starts worker subprocesses (each in its own process group) and always cleans them up."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self.running: list[subprocess.Popen] = []
+        self.logs: list[Path] = []
+
+    def start(self, **env) -> subprocess.Popen:
+        log = self.directory / f"worker-{len(self.logs) + 1}.log"
+        self.logs.append(log)
+        environment = {**os.environ, "DATABASE_URL": database_url(), "CELERY_BROKER_URL": BROKER_URL,
+                       "PYTHONUNBUFFERED": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+                       **{name: str(value) for name, value in env.items()}}
+        with log.open("w") as output:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "memseek_site", "worker", "--loglevel=INFO",
+                 "--concurrency=1", "--pool=prefork", f"--hostname=test-{uuid.uuid4().hex[:8]}@%h",
+                 "--without-gossip", "--without-mingle", "--without-heartbeat"],
+                cwd=PROJECT, env=environment, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+        self.running.append(process)
+        wait_for(lambda: " ready." in log.read_text() or process.poll() is not None, 60, "the worker to start",
+                 [log])
+        assert process.poll() is None, f"the worker exited:\n{log.read_text()[-3000:]}"
+        return process
+
+    def kill(self, process: subprocess.Popen) -> None:
+        """SIGKILL the worker and its pool processes (its own process group) at once."""
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(10)
+
+    def stop_all(self) -> None:
+        for process in self.running:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in self.running:
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(5)
+
+
+@pytest.fixture
+def broker():
+    if not redis_reachable():
+        pytest.skip(f"worker tests need Redis on {REDIS_HOST}:{REDIS_PORT}, and nothing answers there")
+    client = redis.Redis.from_url(BROKER_URL)
+    client.flushdb()
+    yield client
+    client.flushdb()
+    client.close()
+
+
+@pytest.fixture
+def producer(broker):
+    """Sends tasks by name through the broker, as the web process does in production."""
+    app = Celery("memseek-test-producer", broker=BROKER_URL, set_as_current=False)
+    yield app
+    app.close()
+
+
+@pytest.fixture
+def workers(transactional_db, broker, tmp_path):
+    # Depends on transactional_db so the workers are gone before the tables are flushed.
+    running = Workers(tmp_path)
+    yield running
+    running.stop_all()
+
+
+@pytest.fixture
+def chat_server():
+    with ScriptedOpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture
+def llm_workspace(workspace, chat_server, tmp_path):
+    """The llm_scoring catalog pointed at ``chat_server``, whose first chat call hangs until
+    the test ends and whose later calls score 8."""
+    release = threading.Event()
+    chat_server.chat.append(Hang(release))
+    chat_server.chat_default = {"score": 8}
+    catalog_load(workspace=workspace, directory=llm_catalog_dir(tmp_path, chat_server.base_url))
+    workspace.refresh_from_db()
+    yield workspace
+    release.set()
+
+
+def pending_record(workspace, *, collection: str, text: str, type: str = "note") -> Record:
+    definition = catalog_for_workspace(workspace).get("collection", collection, 1)
+    now = timezone.now()
+    return Record.objects.create(
+        workspace=workspace, collection=collection, collection_version=1, collection_hash=definition.contract_hash,
+        entity="customer-1", type=type, text=text, content={"text": text}, occurred_at=now, created_at=now,
+        last_accessed=now)
+
+
+def ready(record_ids) -> bool:
+    return Record.objects.filter(id__in=record_ids, enriched_at__isnull=True).count() == 0
+
+
+@pytest.mark.model
+def test_worker_enriches_committed_records_with_real_embeddings(catalog, workers, producer):
+    records = [pending_record(catalog, collection="main", text="The parcel arrived damaged."),
+               pending_record(catalog, collection="main", text="Please send a replacement for the broken item."),
+               pending_record(catalog, collection="tickets", text="Angry call about the delay.", type="complaint")]
+    ids = [str(record.id) for record in records]
+    workers.start()
+    producer.send_task(TASK, args=[ids])
+    wait_for(lambda: ready(ids), 60, "the records to become ready", workers.logs)
+    embeddings = RecordEmbedding.objects.filter(record_id__in=ids, space="minilm-l6-v2")
+    assert embeddings.count() == 3
+    assert all(len(embedding.embedding) == 384 for embedding in embeddings)
+    ticket = Record.objects.get(id=records[2].id)
+    assert ticket.annotations == {"sentiment": {"label": "neutral"}}
+    assert set(ticket.annotation_meta) == {"embedding_v1", "sentiment"}
+
+
+def _start_and_kill_mid_enrichment(workspace, workers, producer, chat_server, **env):
+    """Send one memo's enrichment to a worker, hold its LLM call, and SIGKILL the worker while
+    the record's transaction is open. Returns the record id."""
+    memo = pending_record(workspace, collection="memos", text="Renewal is due next week; the customer is unhappy.")
+    record_id = str(memo.id)
+    first = workers.start(**env)
+    producer.send_task(TASK, args=[[record_id]])
+    assert chat_server.hang_started.wait(60), "the worker never called the model"
+    workers.kill(first)
+    # The killed transaction rolled back: no half-enriched state is visible.
+    memo.refresh_from_db()
+    assert not memo.ready and memo.annotation_meta == {}
+    assert not RecordEmbedding.objects.filter(record_id=record_id).exists()
+    return record_id
+
+
+@pytest.mark.model
+def test_killed_worker_task_is_redelivered_after_the_visibility_timeout(llm_workspace, workers, producer,
+                                                                        chat_server):
+    env = {"CELERY_VISIBILITY_TIMEOUT": 5, "PENDING_RECOVERY_AGE_S": 3600}  # redelivery only, no recovery scan
+    record_id = _start_and_kill_mid_enrichment(llm_workspace, workers, producer, chat_server, **env)
+    time.sleep(6)  # let the unacknowledged message's visibility timeout pass
+    workers.start(**env)
+    wait_for(lambda: ready([record_id]), 60, "the redelivered task to finish the record", workers.logs)
+    memo = Record.objects.get(id=record_id)
+    assert memo.scores == {"importance": 8.0}
+    assert memo.annotation_meta["importance"]["status"] == "ok"
+    assert RecordEmbedding.objects.filter(record_id=record_id, space="minilm-l6-v2").count() == 1
+
+
+@pytest.mark.model
+def test_restarted_worker_recovers_pending_records_on_worker_ready(llm_workspace, workers, producer, chat_server,
+                                                                   broker):
+    record_id = _start_and_kill_mid_enrichment(llm_workspace, workers, producer, chat_server,
+                                               CELERY_VISIBILITY_TIMEOUT=3600, PENDING_RECOVERY_AGE_S=3600)
+    time.sleep(1.5)  # the record is now older than the restarted worker's recovery age
+    workers.start(CELERY_VISIBILITY_TIMEOUT=3600, PENDING_RECOVERY_AGE_S=1)
+    wait_for(lambda: ready([record_id]), 60, "worker_ready recovery to finish the record", workers.logs)
+    assert Record.objects.get(id=record_id).scores == {"importance": 8.0}
+    # The killed worker's message is still parked unacknowledged: recovery, not redelivery, did it.
+    assert broker.hlen("unacked") == 1
