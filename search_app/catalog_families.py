@@ -88,6 +88,8 @@ def _build_rank_defaults(body: dict) -> RankDefaults:
 
 
 def register() -> None:
+    from .views import definitions as views
+
     register_family(Family(
         name="rank_default", order=30, patterns=("conf/rank_default.yaml",), shape="single", top_key=None,
         single_name="rank_default", versioned=False, validate=_validate_rank_defaults, build=_build_rank_defaults,
@@ -95,3 +97,6 @@ def register() -> None:
     register_family(Family(
         name="search_profile", order=40, patterns=("conf/search_profiles.yaml", "conf/search_profiles/*.yaml"),
         shape="mapping", top_key="profiles", versioned=False, validate=_validate_profile, build=_build_profile))
+    register_family(Family(
+        name="view", order=60, patterns=("views/*.yaml",), shape="list", top_key="views", versioned=True,
+        validate=views.validate, build=views.build))

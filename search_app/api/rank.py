@@ -1,0 +1,24 @@
+"""``GET /rank/schema``."""
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from catalog_app.api.schema import ErrorSerializer
+from memseek_site.parsing import parse_query
+
+from ..rank_schema import rank_schema
+
+_RankSchema = inline_serializer("RankSchema", {
+    "rank": serializers.JSONField(), "result_scores": serializers.JSONField(), "search_spec": serializers.JSONField(),
+    "rank_hash": serializers.CharField(), "default_candidates": serializers.IntegerField(),
+    "variants": serializers.JSONField(), "profiles": serializers.JSONField(), "bindings": serializers.JSONField(),
+    "backends": serializers.JSONField()})
+
+
+class RankSchemaView(APIView):
+    @extend_schema(summary="Rank grammar, active defaults and their hash, profiles, capabilities, SearchSpec schema",
+                   responses={200: _RankSchema, 401: ErrorSerializer, 422: ErrorSerializer})
+    def get(self, request):
+        parse_query(request.query_params, allowed=())
+        return Response(rank_schema(workspace=request.auth))

@@ -1,0 +1,36 @@
+"""``GET /rank/schema``: the ranking contract of a workspace, for tooling and diagnostics."""
+from __future__ import annotations
+
+from catalog_app.catalog.runtime import catalog_for_workspace
+
+from .engine.profiles import BACKEND_CAPABILITIES, all_profiles
+from .engine.rank_expression import RANK_GRAMMAR, rank_to_json
+
+RESULT_SCORES = {"rank_field": "rank_score", "score_field": "score", "native_score_field": "rank_score",
+                 "score_range": [0.0, 1.0], "score_semantics": "query_relative", "normalization": "min_max",
+                 "normalization_scope": "ranked_candidates", "calibrated": False,
+                 "structured_results_are_scored": False}
+
+
+def rank_schema(*, workspace) -> dict:
+    from .engine.spec_schema import SEARCH_SPEC_SCHEMA
+
+    catalog = catalog_for_workspace(workspace)
+    defaults = catalog.get("rank_default", "rank_default")
+    bindings = {}
+    for name in catalog.names("collection"):
+        active = catalog.value("collection", name)
+        if active is not None:
+            bindings[name] = active.search_profile
+    return {
+        "rank": RANK_GRAMMAR,
+        "result_scores": RESULT_SCORES,
+        "search_spec": SEARCH_SPEC_SCHEMA,
+        "rank_hash": defaults.hash,
+        "default_candidates": defaults.value.candidates,
+        "variants": {mode: rank_to_json(node) for mode, node in defaults.value.variants.items()},
+        "profiles": {name: {"backend": p.backend, "layout": p.layout, "consistency": p.consistency, "usable": p.usable}
+                     for name, p in sorted(all_profiles(catalog).items())},
+        "bindings": bindings,
+        "backends": {name: list(capabilities) for name, capabilities in BACKEND_CAPABILITIES.items()},
+    }
