@@ -27,6 +27,7 @@ DEFAULTS: dict[str, object] = {
     "MAX_GRAPH_DEPTH": 4,
     "MAX_GRAPH_PATHS": 100,
     "MODEL_CONTEXT_TOKENS": 60_000,
+    "MAX_PROMPT_TOKENS": 50_000,
     # Auth
     "API_KEY_CACHE_TTL_S": 60,
     # Enrichment

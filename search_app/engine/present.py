@@ -9,7 +9,8 @@ from catalog_app.text import truncate_middle
 from memseek_site.errors import ApiError
 
 from .recheck import raw_value
-from .render import RenderRow, render_rows, select_display_scores
+from .render import render_rows
+from .rows import render_row_of, rendered_score_names
 from .run import Hit, SearchOutcome
 
 INCLUDE_TEXT_LIMIT = 2000
@@ -22,7 +23,8 @@ def search_payload(outcome: SearchOutcome, catalog: Catalog, *, render_budget: i
     hits = [_hit(position, hit, outcome) for position, hit in enumerate(outcome.hits, start=1)]
     rendered, truncated = None, False
     if spec.render:
-        result = render_rows([_render_row(hit, catalog) for hit in outcome.hits], budget_tokens=render_budget,
+        names = rendered_score_names(catalog)
+        result = render_rows([render_row_of(hit.row, names) for hit in outcome.hits], budget_tokens=render_budget,
                              fence=spec.fence)
         rendered, truncated = result.text, result.truncated
     backend = [{"source": run.resolved.source.name, "name": run.resolved.backend, "layout": None,
@@ -30,9 +32,11 @@ def search_payload(outcome: SearchOutcome, catalog: Catalog, *, render_budget: i
     if not spec.fused:
         for entry in backend:
             del entry["source"]
-    return {"hits": hits, "ranking": outcome.ranking, "rendered": rendered, "truncated": truncated,
-            "backend": backend if (spec.fused or backend_as_list) else backend[0],
-            "profiles": list(outcome.profiles)}
+    payload = {"hits": hits, "ranking": outcome.ranking, "rendered": rendered, "truncated": truncated,
+               "backend": backend if (spec.fused or backend_as_list) else backend[0],
+               "profiles": list(outcome.profiles)}
+    payload.update(outcome.diagnostics)
+    return payload
 
 
 def check_response_size(payload: dict, limit: int) -> None:
@@ -78,12 +82,3 @@ def _included(name: str, row):
     if name == "run_id":
         return str(row.run_id) if row.run_id else None
     return getattr(row, name)
-
-
-def _render_row(hit: Hit, catalog: Catalog) -> RenderRow:
-    row = hit.row
-    rendered_names = [name for name, p in catalog.active_values("processor").items()
-                      if p.kind == "score" and p.render]
-    return RenderRow(id=str(row.id), occurred_at=row.occurred_at, collection=row.collection, type=row.type,
-                     key=row.key, text=row.text, tombstone=False,
-                     display_scores=select_display_scores(row.scores, rendered_names))

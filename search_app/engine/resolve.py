@@ -175,14 +175,14 @@ def _field(name: str, versions, catalog: Catalog, path: str, fields: dict, use: 
         if not getattr(declared, use):
             raise ResolveError("field_permission", path, f"field {name!r} is not declared {_PERMISSION[use]} in "
                                f"{collection.name} version {collection.version}")
-        by_version[(collection.name, collection.version)] = FieldAccess(declared, _paths(declared, catalog))
+        by_version[(collection.name, collection.version)] = FieldAccess(declared, field_paths(declared, catalog))
     if use in ("filter", "sort"):
         _check_annotation_backed(name, by_version, versions, catalog, path)
     fields.setdefault(name, {}).update(by_version)
     return by_version
 
 
-def _paths(declared: DeclaredField, catalog: Catalog) -> tuple[tuple[str, ...], ...]:
+def field_paths(declared: DeclaredField, catalog: Catalog) -> tuple[tuple[str, ...], ...]:
     if declared.path[0] != "annotations":
         return (declared.path,)
     return tuple(("annotations", name) + declared.path[2:] for name in supersession_chain(catalog, declared.path[1]))
