@@ -106,6 +106,9 @@ class Record(models.Model):
     # Readiness: ready once every required processor has written.
     enriched_at = models.DateTimeField(null=True, blank=True)
     tombstone = models.BooleanField(default=False)
+    # Exact BM25 (lexical-search.md): term frequencies and token count of the text.
+    bm25_tf = models.JSONField(default=dict)
+    bm25_length = models.PositiveIntegerField(default=0)
     search_vector = models.GeneratedField(
         expression=SearchVector("text", config="english"),
         output_field=SearchVectorField(),
@@ -123,6 +126,7 @@ class Record(models.Model):
             models.Index(fields=["seq"], condition=Q(enriched_at__isnull=True), name="record_pending"),
             GinIndex(fields=["derived_from"], name="record_derived_from"),
             GinIndex(fields=["search_vector"], name="record_search_vector"),
+            GinIndex(fields=["bm25_tf"], name="record_bm25_terms"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["workspace", "dedupe_key"], condition=Q(dedupe_key__isnull=False),

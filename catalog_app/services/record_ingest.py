@@ -214,9 +214,10 @@ def _conflict(index: int, key: str) -> ApiError:
 
 _COLUMNS = ("id", "workspace_id", "collection", "collection_version", "collection_hash", "entity", "type", "key",
             "status", "text", "content", "scores", "annotations", "annotation_meta", "depth", "derived_from",
-            "dedupe_key", "dedupe_hash", "occurred_at", "created_at", "last_accessed", "enriched_at", "tombstone")
+            "dedupe_key", "dedupe_hash", "occurred_at", "created_at", "last_accessed", "enriched_at", "tombstone",
+            "bm25_tf", "bm25_length")
 _ROW = ("(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::uuid[], %s, %s,"
-        " COALESCE(%s, now()), now(), now(), CASE WHEN %s THEN now() END, %s)")
+        " COALESCE(%s, now()), now(), now(), CASE WHEN %s THEN now() END, %s, %s, %s)")
 
 
 def _insert(workspace: Workspace, rows: list[tuple[int, PreparedRecord, int]]):
@@ -233,7 +234,8 @@ def _insert(workspace: Workspace, rows: list[tuple[int, PreparedRecord, int]]):
                        record.collection_hash, record.entity, record.type, record.key, record.status, record.text,
                        Jsonb(record.content), Jsonb(record.scores), Jsonb(record.annotations),
                        Jsonb(record.annotation_meta), depth, list(record.derived_from), record.dedupe_key,
-                       record.dedupe_hash, record.occurred_at, record.ready_at_insert, record.tombstone])
+                       record.dedupe_hash, record.occurred_at, record.ready_at_insert, record.tombstone,
+                       Jsonb(record.bm25_tf), record.bm25_length])
     sql = (f"INSERT INTO catalog_app_record ({', '.join(_COLUMNS)}) VALUES {', '.join([_ROW] * len(rows))} "
            "ON CONFLICT (workspace_id, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING RETURNING id")
     with connection.cursor() as cursor:

@@ -22,6 +22,7 @@ from memseek_site.errors import ApiError
 from memseek_site.parsing import (PUBLIC_NAME, fail, parse_bool, parse_datetime, parse_list, parse_object,
                                   parse_string, parse_uuid, type_name)
 
+from ..bm25_terms import term_frequencies
 from ..catalog.collections import PLACEHOLDER, Collection
 from ..catalog.hashing import canonical_json
 from ..catalog.registry import Catalog
@@ -56,6 +57,8 @@ class PreparedRecord:
     ready_at_insert: bool
     pending_processors: bool  # any embedding/llm/constant processor still to run
     dedupe_hash: str
+    bm25_tf: dict
+    bm25_length: int
 
 
 def prepare_record(raw, catalog: Catalog, processor_hashes: dict[str, str], now: datetime) -> PreparedRecord:
@@ -102,7 +105,9 @@ def prepare_record(raw, catalog: Catalog, processor_hashes: dict[str, str], now:
                     content=content, scores=scores, annotations=annotations, annotation_meta=meta,
                     tombstone=tombstone, dedupe_key=dedupe_key, derived_from=derived_from, occurred_at=occurred_at,
                     ready_at_insert=ready, pending_processors=pending)
-    return PreparedRecord(**prepared, dedupe_hash=_dedupe_hash(prepared, item))
+    bm25_tf, bm25_length = term_frequencies(text)
+    return PreparedRecord(**prepared, dedupe_hash=_dedupe_hash(prepared, item), bm25_tf=bm25_tf,
+                          bm25_length=bm25_length)
 
 
 def _resolve_collection(catalog: Catalog, name: str, version) -> Collection:

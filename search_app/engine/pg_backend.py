@@ -15,6 +15,7 @@ from datetime import datetime
 
 from django.db import connection, transaction
 
+from .bm25 import Bm25Stats, bm25_candidates, score_expression
 from .resolve import ResolvedSource
 from .sql_scope import RECORD, filter_clause, order_clause, scope_clause
 
@@ -53,22 +54,26 @@ class CanonicalRow:
     run_id: uuid.UUID | None
     similarity: float | None
     text_match: float | None
+    bm25: float | None
 
 
-def candidate_ids(resolved: ResolvedSource, context: QueryContext) -> list[uuid.UUID]:
-    """At most the source's candidate cap of ids, in the mode's proposal order."""
+def candidate_ids(resolved: ResolvedSource, context: QueryContext, bm25: Bm25Stats | None = None) -> list[uuid.UUID]:
+    """At most the source's candidate cap of ids, in the mode's proposal order. With ``bm25``
+    statistics (the rank reads the bm25 signal), exact-BM25 candidates join the text channel."""
     mode = resolved.source.mode
     cap = resolved.source.candidate_cap()
     if mode == "vector":
         return _vector(resolved, context, cap)
-    if mode == "text":
-        return _text(resolved, context, cap)
     if mode == "recent":
         return _recent(resolved, context, cap)
     if mode == "structured":
         return _structured(resolved, context, cap)
-    channels = (_vector(resolved, context, cap), _text(resolved, context, cap), _recent(resolved, context, cap))
-    return interleave(channels, cap)
+    lexical = [_text(resolved, context, cap)]
+    if bm25 is not None:
+        lexical.append(bm25_candidates(resolved, context.workspace_id, bm25, cap))
+    if mode == "text":
+        return interleave(lexical, cap)
+    return interleave([_vector(resolved, context, cap), *lexical, _recent(resolved, context, cap)], cap)
 
 
 def interleave(channels, cap: int) -> list:
@@ -137,9 +142,11 @@ _COLUMNS = ("r.id, r.seq, r.collection, r.collection_version, r.entity, r.type, 
             "r.scores, r.annotations, r.depth, r.occurred_at, r.created_at, r.last_accessed, r.run_id")
 
 
-def reload_rows(resolved: ResolvedSource, context: QueryContext, ids: list[uuid.UUID]) -> list[CanonicalRow]:
-    """Fetch the proposed ids again under the source's scope, with similarity and text_match
-    recomputed from canonical data for the modes that use them. Order follows ``ids``."""
+def reload_rows(resolved: ResolvedSource, context: QueryContext, ids: list[uuid.UUID],
+                bm25: Bm25Stats | None = None) -> list[CanonicalRow]:
+    """Fetch the proposed ids again under the source's scope, with similarity, text_match and
+    (given statistics) bm25 recomputed from canonical data for the modes that use them. Order
+    follows ``ids``."""
     if not ids:
         return []
     mode = resolved.source.mode
@@ -157,8 +164,10 @@ def reload_rows(resolved: ResolvedSource, context: QueryContext, ids: list[uuid.
         params.append(context.q)
     else:
         text_match = "NULL::float4"
-    sql = (f"SELECT {_COLUMNS}, {similarity} AS similarity, {text_match} AS text_match FROM {RECORD} r "
-           f"WHERE r.id = ANY(%s::uuid[]) AND {scope_sql}")
+    bm25_sql, bm25_params = score_expression(bm25) if bm25 is not None else ("NULL::float8", [])
+    params.extend(bm25_params)
+    sql = (f"SELECT {_COLUMNS}, {similarity} AS similarity, {text_match} AS text_match, {bm25_sql} AS bm25 "
+           f"FROM {RECORD} r WHERE r.id = ANY(%s::uuid[]) AND {scope_sql}")
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params, list(ids), *scope_params])
         rows = {row[0]: _canonical(row) for row in cursor.fetchall()}
@@ -169,7 +178,7 @@ def _canonical(row) -> CanonicalRow:
     # Django's connection loads jsonb as text (JSONField decodes it); raw queries decode here.
     content, scores, annotations = (json.loads(value) for value in row[9:12])
     return CanonicalRow(*row[:9], content, scores, annotations, *row[12:17], similarity=_float(row[17]),
-                        text_match=_float(row[18]))
+                        text_match=_float(row[18]), bm25=_float(row[19]))
 
 
 def _float(value) -> float | None:

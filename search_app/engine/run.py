@@ -25,7 +25,8 @@ from memseek_site.errors import ApiError
 
 from . import pg_backend
 from .fusion import apply_boost, order_fused, rrf_fuse
-from .rank_expression import RankEvaluationError, Signals, evaluate_rank
+from .bm25 import bm25_stats
+from .rank_expression import RankEvaluationError, Signals, evaluate_rank, rank_signals
 from .recheck import passes_filters, typed_value
 from .rerank import rerank, require_rerank_model
 from .resolve import ResolvedSource, resolve_search
@@ -161,8 +162,12 @@ def _concurrency_slots() -> threading.BoundedSemaphore:
 
 
 def _run_source(spec: SearchSpec, resolved: ResolvedSource, context, now: datetime, models, score_names) -> SourceRun:
-    ids = pg_backend.candidate_ids(resolved, context)
-    survivors = [row for row in pg_backend.reload_rows(resolved, context, ids) if passes_filters(row, resolved)]
+    bm25 = None
+    if resolved.rank is not None and "bm25" in rank_signals(resolved.rank):
+        bm25 = bm25_stats(resolved, context.workspace_id, context.q)
+    ids = pg_backend.candidate_ids(resolved, context, bm25)
+    survivors = [row for row in pg_backend.reload_rows(resolved, context, ids, bm25)
+                 if passes_filters(row, resolved)]
     judged = 0
     if resolved.source.mode == "structured":
         def field_value(row, name):
@@ -171,7 +176,7 @@ def _run_source(spec: SearchSpec, resolved: ResolvedSource, context, now: dateti
         ranked = [RankedRow(row, None) for row in order_structured(survivors, resolved.source.order_by,
                                                                    field_value=field_value)]
     else:
-        signals = [Signals(similarity=row.similarity, text_match=row.text_match, scores=row.scores,
+        signals = [Signals(similarity=row.similarity, text_match=row.text_match, bm25=row.bm25, scores=row.scores,
                            created_at=row.created_at, occurred_at=row.occurred_at,
                            last_accessed=row.last_accessed) for row in survivors]
         values = _evaluate(resolved.rank, signals, now, "rank")

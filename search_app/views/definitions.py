@@ -99,9 +99,10 @@ def _search_body(doc: dict, path: str, parameters, catalog: Catalog) -> dict:
 
 
 def view_spec(filled, path: str, *, max_query_chars: int) -> SearchSpec:
-    """Parse a filled view query as a strict SearchSpec (views may not read ``_system``)."""
+    """Parse a filled view query as a strict SearchSpec. ``_system`` passes the parse so that
+    ``resolve_view_spec`` rejects it with its own code (``reserved``) and message."""
     try:
-        return parse_search_spec(filled, max_query_chars=max_query_chars, allow_system=False)
+        return parse_search_spec(filled, max_query_chars=max_query_chars, allow_system=True)
     except SpecError as error:
         raise CatalogError(checks.at(path, error.path), "search_spec", error.message) from None
     except QueryTooLong as error:
@@ -112,7 +113,9 @@ def resolve_view_spec(spec: SearchSpec, catalog: Catalog, path: str):
     try:
         return resolve_search(spec, catalog, view=True)
     except ResolveError as error:
-        raise CatalogError(checks.at(path, error.path), error.code, error.message) from None
+        # Rank validation reports the ad-hoc request code; in a view it is a SearchSpec problem.
+        code = "search_spec" if error.code == "request_schema" else error.code
+        raise CatalogError(checks.at(path, error.path), code, error.message) from None
 
 
 def _graph_body(doc: dict, path: str, kind: str, parameters, catalog: Catalog) -> dict:
@@ -129,9 +132,11 @@ def _graph_body(doc: dict, path: str, kind: str, parameters, catalog: Catalog) -
     if edges is None:
         raise CatalogError(checks.at(graph_path, "edges"), "graph_edge_collection",
                            f"no active collection {mapping['edges']!r}")
-    if edges.mode != "event":
+    if edges.mode not in ("event", "mixed"):
+        # Links are events; a mixed collection also admits keyed links, which can be superseded
+        # by a newer value of their key or retracted by a tombstone.
         raise CatalogError(checks.at(graph_path, "edges"), "graph_edge_collection",
-                           f"the edge collection {edges.name} must have mode: event")
+                           f"the edge collection {edges.name} must have mode: event or mixed")
     for role in GRAPH_ROLES:
         field = edges.fields.get(mapping[role]) if isinstance(mapping[role], str) else None
         if field is None or field.type != "string" or field.is_array or not field.filter:

@@ -1,0 +1,26 @@
+"""Tokenisation for exact BM25 (``bm25_v1`` of lexical-search.md): text is split on every
+non-alphanumeric Unicode character and lowercased; no stemming, stopword removal or Unicode
+normalisation. Stored per record as term frequencies and a length at write time, so search
+can compute exact BM25 over any scope."""
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+_TERM = re.compile(r"[^\W_]+")
+
+
+def bm25_tokens(text: str) -> list[str]:
+    """Every term of ``text`` in order (duplicates kept): runs of letters and digits, lowercased."""
+    return _TERM.findall(text.lower())
+
+
+def bm25_query_terms(text: str) -> list[str]:
+    """The distinct terms of a query, in first-seen order."""
+    return list(dict.fromkeys(bm25_tokens(text)))
+
+
+def term_frequencies(text: str) -> tuple[dict[str, int], int]:
+    """``({term: count}, length)`` of ``text``; length counts every token."""
+    tokens = bm25_tokens(text)
+    return dict(Counter(tokens)), len(tokens)
