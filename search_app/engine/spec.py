@@ -241,7 +241,7 @@ def _scope(raw, path: str, allow_system: bool) -> Scope:
     if status not in ("active", "draft", "all"):
         raise SpecError(_at(path, "status"), "must be active, draft or all")
     keyed = doc.get("keyed", "any")
-    if keyed not in (True, False, "any"):
+    if not (isinstance(keyed, bool) or keyed == "any"):  # 1 == True: `in` would let 1 and 0.0 through
         raise SpecError(_at(path, "keyed"), "must be true, false or any")
     record_versions = doc.get("versions", "current")
     if record_versions not in ("current", "all"):
@@ -388,9 +388,15 @@ def _int(value, path: str, minimum: int | None, maximum: int | None) -> int:
 
 
 def _number(value, path: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise SpecError(path, "must be a finite number")
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer literal too large for a float
+        raise SpecError(path, "must be a finite number") from None
+    if not math.isfinite(number):
+        raise SpecError(path, "must be a finite number")
+    return number
 
 
 def _bool(value, path: str) -> bool:
