@@ -19,13 +19,15 @@ def at(path: str, key) -> str:
     return f"{path}.{key}" if path else str(key)
 
 
-def mapping(value, path: str, *, allowed, required=(), code: str = "schema") -> dict:
+def mapping(value, path: str, *, allowed=None, required=(), code: str = "schema") -> dict:
+    """``value`` as a mapping whose keys are all in ``allowed`` (``None``: any key) and that has
+    every ``required`` key; the first problem, in a stable order, is raised."""
     if not isinstance(value, dict):
         raise CatalogError(path, code, "must be a mapping")
     for key in value:
-        if key not in allowed:
+        if allowed is not None and key not in allowed:
             raise CatalogError(at(path, key), code, f"unknown key {key!r}; allowed: {', '.join(sorted(allowed))}")
-    for key in required:
+    for key in sorted(required):
         if key not in value:
             raise CatalogError(at(path, key), code, "is required")
     return value

@@ -96,7 +96,7 @@ def validate(raw, path: str, catalog: Catalog) -> Validated:
                              checks.at(path, f"{key}[{index}]"))
     fields = _fields(doc.get("fields") or {}, checks.at(path, "fields"), schema, catalog, required)
     profiles = _known_profiles(catalog)
-    profile = doc["search_profile"]
+    profile = checks.name(doc["search_profile"], checks.at(path, "search_profile"))
     if profile not in profiles:
         raise CatalogError(checks.at(path, "search_profile"), "search_profile", f"unknown search profile {profile!r}")
     allowed_profiles = checks.name_list(doc.get("allowed_search_profiles", []),
@@ -150,7 +150,7 @@ def _check_processor(catalog: Catalog, collection: str, processor_name: str, req
 
 
 def _fields(raw, path: str, schema: dict, catalog: Catalog, required: list[str]) -> dict:
-    checks.mapping(raw, path, allowed=set(raw))
+    checks.mapping(raw, path)
     result = {}
     for field_name, spec in raw.items():
         field_path = checks.at(path, field_name)
@@ -199,7 +199,8 @@ def _resolve(dotted: str, schema: dict, catalog: Catalog, path: str) -> dict:
 
 def _type_matches(leaf: dict, declared: str, is_array: bool) -> bool:
     if is_array:
-        return leaf.get("type") == "array" and _type_matches(leaf.get("items") or {}, declared, False)
+        items = leaf.get("items")
+        return leaf.get("type") == "array" and isinstance(items, dict) and _type_matches(items, declared, False)
     json_type = leaf.get("type")
     if declared == "datetime":
         return json_type == "string" and leaf.get("format") == "date-time"

@@ -67,7 +67,7 @@ def _claim_files(directory: Path, families: list[Family], issues: list[CatalogIs
     claimed: dict[str, list[str]] = {}
     owner: dict[str, str] = {}
     for family in families:
-        for pattern in family.patterns:
+        for pattern in _with_yml(family.patterns):
             for path in sorted(directory.glob(pattern)):
                 relative = path.relative_to(directory).as_posix()
                 if relative in owner:
@@ -82,9 +82,21 @@ def _claim_files(directory: Path, families: list[Family], issues: list[CatalogIs
     return claimed
 
 
+def _with_yml(patterns: tuple[str, ...]):
+    """Each pattern, followed by its ``.yml`` spelling: both suffixes are YAML files."""
+    for pattern in patterns:
+        yield pattern
+        if pattern.endswith(".yaml"):
+            yield pattern.removesuffix(".yaml") + ".yml"
+
+
 def _read_family_file(directory: Path, file: str, family: Family, catalog: Catalog,
                       issues: list[CatalogIssue]) -> list[_Incoming]:
-    text = (directory / file).read_text(encoding="utf-8")
+    try:
+        text = (directory / file).read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        issues.append(CatalogIssue(file, "", "yaml", f"not UTF-8 text: {error.reason} at byte {error.start}"))
+        return []
     try:
         document = parse_yaml(text)
     except CatalogError as error:
@@ -171,8 +183,11 @@ def _merge_versioned(family: Family, incoming: list[_Incoming], stored: Catalog,
             continue
         if declared_active:
             # The loaded catalog decides: every other stored version of the name is deactivated.
+            # Versions present in this load already carry their declared flag; the loop below
+            # records their change, so only versions absent from the load are handled here.
+            present = {item.validated.version for item in items}
             for definition in stored.versions(family.name, name):
-                if definition.version != declared_active[0].validated.version and definition.active:
+                if definition.version not in present and definition.active:
                     _set_active(compiled, definition, False)
         actives = [d for d in catalog.versions(family.name, name) if d.active]
         if not actives:

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import MappingProxyType
+from urllib.parse import urlsplit
 
 from . import checks
 from .errors import CatalogError
 from .registry import Catalog, Validated
 
 ADAPTERS = ("openai_compat", "sentence_transformers")
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 
 
@@ -66,12 +68,12 @@ def default_body() -> dict:
 def validate(raw, path: str, catalog: Catalog) -> Validated:
     doc = checks.mapping(raw, path, allowed={"providers", "aliases", "embedding", "defaults"},
                          required={"providers", "embedding"})
-    providers = checks.mapping(doc["providers"], "providers", allowed=set(doc["providers"] or {}))
+    providers = checks.mapping(doc["providers"], "providers")
     if not providers:
         raise CatalogError("providers", "provider", "declare at least one provider")
     normal_providers = {name: _provider(name, body) for name, body in providers.items()}
     aliases = doc.get("aliases") or {}
-    checks.mapping(aliases, "aliases", allowed=set(aliases))
+    checks.mapping(aliases, "aliases")
     normal_aliases = {}
     for name, body in aliases.items():
         checks.name(name, f"aliases.{name}", checks.PROCESSOR_NAME)
@@ -81,7 +83,7 @@ def validate(raw, path: str, catalog: Catalog) -> Validated:
     embedding = _embedding(doc["embedding"], normal_providers)
     defaults = checks.mapping(doc.get("defaults") or {}, "defaults", allowed={"derivation", "fold"})
     for key, alias in defaults.items():
-        if alias not in normal_aliases:
+        if checks.name(alias, f"defaults.{key}", checks.PROCESSOR_NAME) not in normal_aliases:
             raise CatalogError(f"defaults.{key}", "reference", f"alias {alias!r} is not declared")
     body = {"providers": normal_providers, "aliases": normal_aliases, "embedding": embedding, "defaults": defaults}
     return Validated("models", None, True, body)
@@ -100,8 +102,15 @@ def _provider(name: str, raw) -> dict:
               "token_limit_field": body.get("token_limit_field", "max_tokens")}
     if body["adapter"] == "openai_compat":
         url = checks.string(body.get("base_url"), f"{path}.base_url")
-        local = url.startswith(("http://127.0.0.1", "http://localhost", "http://[::1]"))
-        if not url.startswith("https://") and not local:
+        # Compare the parsed host, not a prefix: http://localhost.example.com is not local.
+        try:
+            parts = urlsplit(url)
+            host = parts.hostname
+        except ValueError:
+            parts, host = None, None
+        secure = parts is not None and parts.scheme == "https" and bool(host)
+        local = parts is not None and parts.scheme == "http" and host in LOCAL_HOSTS
+        if not secure and not local:
             raise CatalogError(f"{path}.base_url", "provider", "must be https:// (http:// only for localhost)")
         result["base_url"] = url.rstrip("/")
         if "api_key_env" in body:
@@ -141,7 +150,7 @@ def _alias(name: str, raw, providers: dict) -> dict:
 def _embedding(raw, providers: dict) -> dict:
     body = checks.mapping(raw, "embedding", required={"provider", "model", "dimensions", "space"},
                           allowed={"provider", "model", "dimensions", "space", "batch", "max_text_chars", "params"})
-    if body["provider"] not in providers:
+    if checks.name(body["provider"], "embedding.provider", checks.PROCESSOR_NAME) not in providers:
         raise CatalogError("embedding.provider", "reference", f"provider {body['provider']!r} is not declared")
     provider = providers[body["provider"]]
     model = checks.string(body["model"], "embedding.model")

@@ -142,7 +142,7 @@ def _json_body(raw: dict, path: str, source: str) -> dict:
             raise CatalogError(checks.at(path, "default_output"), "default_output", "exceeds MAX_ANNOTATION_BYTES")
         body["default_output"] = raw["default_output"]
     fields = raw.get("score_fields") or {}
-    checks.mapping(fields, checks.at(path, "score_fields"), allowed=set(fields))
+    checks.mapping(fields, checks.at(path, "score_fields"))
     for score_name, dotted in fields.items():
         field_path = checks.at(path, f"score_fields.{score_name}")
         checks.name(score_name, field_path, checks.PROCESSOR_NAME)
@@ -154,7 +154,8 @@ def _json_body(raw: dict, path: str, source: str) -> dict:
 
 
 def schema_leaf(schema: dict, parts: list[str]) -> dict | None:
-    """The subschema at ``parts`` under object ``properties``, or None."""
+    """The subschema at ``parts`` under object ``properties``, or None (also for a boolean
+    subschema such as ``true``, which declares no type to check against)."""
     node = schema
     for part in parts:
         if not isinstance(node, dict) or node.get("type") != "object":
@@ -162,7 +163,7 @@ def schema_leaf(schema: dict, parts: list[str]) -> dict | None:
         node = (node.get("properties") or {}).get(part)
         if node is None:
             return None
-    return node
+    return node if isinstance(node, dict) else None
 
 
 def check_family(catalog: Catalog) -> list[tuple[str, CatalogError]]:
@@ -171,6 +172,9 @@ def check_family(catalog: Catalog) -> list[tuple[str, CatalogError]]:
     processors = {d.name: d for d in catalog.all("processor") if d.active}
     owners: dict[str, str] = {}
     llm_scorers = 0
+    # A limit is reported in the file of the processor that first went past it: processors
+    # may live in conf/processors/*.yaml, so conf/processors.yaml need not exist.
+    over_names_file = over_llm_file = None
     for definition in processors.values():
         processor = definition.value
         for score_name in processor.score_names:
@@ -179,12 +183,16 @@ def check_family(catalog: Catalog) -> list[tuple[str, CatalogError]]:
                     "processors", "score_collision",
                     f"score name {score_name!r} is produced by both {owners[score_name]} and {processor.name}")))
             owners[score_name] = processor.name
+            if len(owners) > MAX_SCORE_NAMES and over_names_file is None:
+                over_names_file = definition.source_file
         llm_scorers += processor.kind == "score" and processor.source == "llm"
-    if len(owners) > MAX_SCORE_NAMES:
-        problems.append(("conf/processors.yaml", CatalogError("processors", "limit",
+        if llm_scorers > MAX_LLM_SCORERS and over_llm_file is None:
+            over_llm_file = definition.source_file
+    if over_names_file is not None:
+        problems.append((over_names_file, CatalogError("processors", "limit",
                          f"{len(owners)} score names; at most {MAX_SCORE_NAMES}")))
-    if llm_scorers > MAX_LLM_SCORERS:
-        problems.append(("conf/processors.yaml", CatalogError("processors", "limit",
+    if over_llm_file is not None:
+        problems.append((over_llm_file, CatalogError("processors", "limit",
                          f"{llm_scorers} llm score processors; at most {MAX_LLM_SCORERS}")))
     superseded_by: dict[str, str] = {}
     for definition in processors.values():
