@@ -716,19 +716,6 @@ def test_changed_body_under_a_loaded_version_is_immutable(tmp_path, workspace):
     assert definition_rows(workspace) == rows
 
 
-@pytest.mark.parametrize("binding", [
-    {"answerable": True},
-    {"allowed_search_profiles": ["pg_default"]},
-])
-def test_changed_binding_under_a_loaded_version_is_immutable_too(tmp_path, workspace, binding):
-    # Only ``active`` may change in place; bindings are outside the contract hash but inside the
-    # definition, which is immutable per (name, version).
-    catalog_load(workspace=workspace, directory=example_with(tmp_path, notes()))
-    with pytest.raises(CatalogInvalid) as raised:
-        catalog_load(workspace=workspace, directory=example_with(tmp_path, notes(binding)))
-    assert issue_keys(raised.value) == [(NOTES, C0, "immutable_definition")]
-
-
 def test_activating_a_new_version_deactivates_the_old_one(tmp_path, workspace):
     catalog_load(workspace=workspace, directory=example_with(tmp_path, notes()))
     root = example_with(tmp_path, notes({"active": False}, changed(NOTES_BODY, {"version": 2, "mode": "keyed"})))
@@ -848,10 +835,10 @@ def test_contract_hash_changes_with_the_contract(tmp_path, key):
     assert edited.hash != base.hash
 
 
-def test_contract_hash_ignores_search_profile():
-    # Only pg_default exists without search_app's profiles, so the binding is changed on the body.
+def test_contract_hash_function_covers_only_contract_keys():
     body = compile_catalog(EXAMPLE, Catalog()).catalog.get("collection", "main", 1).body
-    other = {**body, "search_profile": "memory_tpuf", "allowed_search_profiles": ["pg_default"]}
+    other = {**body, "search_profile": "memory_tpuf", "allowed_search_profiles": ["pg_default"],
+             "optional_processors": ["x"], "answerable": not body["answerable"]}
     assert collections_family.contract_hash(other) == collections_family.contract_hash(body)
     assert collections_family.contract_hash({**body, "version": 2}) != collections_family.contract_hash(body)
 
