@@ -16,6 +16,7 @@ from .registry import Catalog, Validated
 ADAPTERS = ("openai_compat", "sentence_transformers")
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 LOCAL_MODEL = "all-MiniLM-L6-v2"
+HNSW_MAX_DIMENSIONS = 2000
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +156,10 @@ def _embedding(raw, providers: dict) -> dict:
     provider = providers[body["provider"]]
     model = checks.string(body["model"], "embedding.model")
     dimensions = checks.integer(body["dimensions"], "embedding.dimensions", minimum=8, maximum=4096)
+    if dimensions > HNSW_MAX_DIMENSIONS:
+        raise CatalogError("embedding.dimensions", "provider",
+                           f"pgvector's HNSW index holds at most {HNSW_MAX_DIMENSIONS} dimensions; choose a model "
+                           "or a `dimensions` setting at or below that")
     if provider["adapter"] == "sentence_transformers" and (model != LOCAL_MODEL or dimensions != 384):
         raise CatalogError("embedding.model", "provider",
                            f"the bundled sentence_transformers provider serves {LOCAL_MODEL} with 384 dimensions")

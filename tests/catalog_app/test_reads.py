@@ -601,4 +601,4 @@ def test_read_routes_are_documented_in_the_schema(api, catalog):
     timeline_params = {p["name"] for p in schema["paths"]["/timeline"]["get"]["parameters"]}
     assert timeline_params == {"entity", "collections", "types", "status", "limit", "before_seq", "include_system"}
     assert {"RecordDereference", "TimelinePage", "Document", "DocumentHistory", "CollectionList",
-            "ReadErrorEnvelope"} <= set(schema["components"]["schemas"])
+            "Error"} <= set(schema["components"]["schemas"])
