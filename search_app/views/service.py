@@ -49,7 +49,7 @@ def view_query(*, workspace, name: str, body) -> dict:
                               wrapper=wrapper)
     try:
         spec = parse_search_spec(fill_template(dict(view.query), parameters),
-                                 max_query_chars=memseek_setting("MAX_QUERY_CHARS"), allow_system=False)
+                                 max_query_chars=memseek_setting("MAX_QUERY_CHARS"), allow_system=True)
     except SpecError as error:
         raise ApiError("search_spec", f"the filled view query is invalid: {error}", path=error.path or None) from None
     except QueryTooLong as error:
