@@ -1,0 +1,690 @@
+#!/usr/bin/env python
+"""Ingest throughput of Memseek, each figure beside the raw cost of the same work.
+
+    python bench/ingest.py [--records N] [--ready-records M] [--out DIR] [--seed S]
+
+Two measures, both through a real ``gunicorn memseek_site.wsgi`` (1 sync worker, the
+deployment default) on 127.0.0.1, driven with ``http.client``; request bodies are serialised
+before any timer starts:
+
+1. API ingest, no processors: ``POST /records`` in batches of 100 into a collection without
+   processors (``bench/catalogs/no_processors``; records are ready at insert). Baselines, in
+   the same run and interleaved batch by batch with the API calls so both see the same table:
+   the same rows (read back from the table after each API batch, outside the timers: every
+   stored, non-generated column except ``seq``, with a fresh ``id`` and the baseline's
+   workspace) written with plain psycopg as (a) one INSERT per row, one transaction per 100
+   rows, and (b) one multi-row INSERT per 100 rows (the stricter baseline).
+2. Ingest-to-ready with embeddings: ``POST /records`` into the example catalog's ``main``
+   collection (required ``embedding_v1``), from the first POST until every record is ready.
+   Without ``CELERY_BROKER_URL`` enrichment runs eagerly inside the request after commit (the
+   default path); with a broker the script polls until workers have finished. Baseline:
+   ``SentenceTransformer.encode`` with the same bundled model (``local_model()``) on the same
+   texts, batch size 64, timed before and after the ingest; the faster run is the baseline.
+   Both the server's and this process's model are warmed first.
+
+Everything goes into fresh workspaces named ``bench-<timestamp>-*`` which are deleted
+(cascade) at the end, whatever happens. Prints a markdown table; writes ``ingest.json`` and
+``ingest.md`` to ``--out`` (default ``bench/results``).
+"""
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memseek_site.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+import psycopg  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.db import connection  # noqa: E402
+from psycopg.types.json import Jsonb  # noqa: E402
+
+from bench.corpus import batches, make_records  # noqa: E402
+from catalog_app.models import Workspace  # noqa: E402
+from catalog_app.services.catalog_load import catalog_load  # noqa: E402
+from catalog_app.services.workspaces import workspace_create  # noqa: E402
+from memseek_site.conf import memseek_setting  # noqa: E402
+
+BATCH = 100
+ENCODE_BATCH = 64
+API_TARGET = 0.50
+READY_TARGET = 0.80
+NO_PROCESSORS_CATALOG = ROOT / "bench" / "catalogs" / "no_processors"
+EXAMPLE_CATALOG = ROOT / "fixtures" / "catalogs" / "example"
+TABLE = "catalog_app_record"
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+class Progress:
+    """Plain progress lines (tqdm is not in requirements.txt): one line per ~10%."""
+
+    def __init__(self, label: str, total: int):
+        self.label, self.total, self.done, self.next_mark, self.started = label, total, 0, 0.1, time.perf_counter()
+
+    def update(self, count: int) -> None:
+        self.done += count
+        if self.done >= self.total or self.done / self.total >= self.next_mark:
+            elapsed = time.perf_counter() - self.started
+            log(f"  {self.label}: {self.done}/{self.total} ({100 * self.done / self.total:.0f}%, {elapsed:.1f}s)")
+            while self.next_mark <= self.done / self.total:
+                self.next_mark += 0.1
+
+
+# --------------------------------------------------------------------------------------------
+# Environment: machine, versions, commit
+
+
+def _run(args: list[str]) -> str:
+    try:
+        return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def _version(module: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(module)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def environment() -> dict:
+    cpu_model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        memory = None
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        server_version = cursor.fetchone()[0]
+    dirty = [line[3:] for line in _run(["git", "status", "--porcelain", "--untracked-files=no"]).splitlines()]
+    import torch
+
+    return {
+        "machine": {
+            "cores": os.cpu_count(),
+            "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+            "memory_gib": round(memory / 2**30, 1) if memory else None,
+            "cpu": cpu_model or platform.processor(),
+            "platform": platform.platform(),
+            "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+            "torch_threads": torch.get_num_threads(),
+        },
+        "versions": {
+            "python": platform.python_version(),
+            "django": django.get_version(),
+            "djangorestframework": _version("djangorestframework"),
+            "postgres_server": server_version,
+            "psycopg": psycopg.__version__,
+            "gunicorn": _version("gunicorn"),
+            "torch": torch.__version__,
+            "sentence_transformers": _version("sentence-transformers"),
+        },
+        "git": {
+            "commit": _run(["git", "rev-parse", "HEAD"]),
+            "branch": _run(["git", "rev-parse", "--abbrev-ref", "HEAD"]),
+            "dirty": bool(dirty),
+            "modified_tracked_files": dirty,
+        },
+        "database": "DATABASE_URL" if os.environ.get("DATABASE_URL", "").strip() else "embedded PostgreSQL (var/pgdata)",
+        "enrichment": ("eager, in-process after commit" if getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False)
+                       else "Celery workers via the broker"),
+        "settings": {name: memseek_setting(name) for name in ("MAX_BATCH", "ENRICH_BATCH", "EMBEDDING_BATCH")},
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# The server under test
+
+
+class Server:
+    """``gunicorn memseek_site.wsgi`` with one (sync) worker on a free local port."""
+
+    def __init__(self):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.log = tempfile.NamedTemporaryFile(prefix="memseek-bench-gunicorn-", suffix=".log", delete=False)
+        self.command = [sys.executable, "-m", "gunicorn", "memseek_site.wsgi", "--bind", f"127.0.0.1:{self.port}",
+                        "--workers", "1", "--timeout", "900", "--log-level", "warning"]
+        env = dict(os.environ, DJANGO_SETTINGS_MODULE="memseek_site.settings")
+        self.process = subprocess.Popen(self.command, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=900)
+        self.connections_opened = 0
+        self.requests = 0
+        deadline = time.monotonic() + 120
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"gunicorn exited with {self.process.returncode}:\n{self.log_tail()}")
+            try:
+                status, _ = self.request("GET", "/health")
+                if status == 200:
+                    break
+            except OSError:
+                self.connection.close()
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"gunicorn did not answer /health within 120 s:\n{self.log_tail()}")
+            time.sleep(0.2)
+
+    def log_tail(self, lines: int = 40) -> str:
+        return "\n".join(Path(self.log.name).read_text(errors="replace").splitlines()[-lines:])
+
+    def request(self, method: str, path: str, body: bytes | None = None, key: str | None = None):
+        """Send one request (reusing the connection when the server keeps it alive); returns
+        ``(status, raw body)``."""
+        headers = {"Connection": "keep-alive"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        if key is not None:
+            headers["Authorization"] = f"Bearer {key}"
+        if self.connection.sock is None:
+            self.connections_opened += 1
+        self.connection.request(method, path, body=body, headers=headers)
+        response = self.connection.getresponse()
+        data = response.read()
+        self.requests += 1
+        if response.will_close:
+            self.connection.close()
+        return response.status, data
+
+    def post_records(self, body: bytes, key: str) -> tuple[float, dict]:
+        """POST one pre-serialised batch; returns (seconds, parsed answer). Raises on non-200."""
+        started = time.perf_counter()
+        status, data = self.request("POST", "/records", body, key)
+        elapsed = time.perf_counter() - started
+        if status != 200:
+            raise RuntimeError(f"POST /records answered {status}: {data[:2000]!r}\n{self.log_tail()}")
+        return elapsed, json.loads(data)
+
+    def stop(self) -> None:
+        self.connection.close()
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+
+
+# --------------------------------------------------------------------------------------------
+# The raw baselines: the same rows, plain psycopg
+
+
+def raw_connection() -> psycopg.Connection:
+    """A plain psycopg connection (server-side binding, psycopg's defaults) to the same database."""
+    db = settings.DATABASES["default"]
+    params = {"dbname": db["NAME"], "user": db["USER"] or None, "password": db["PASSWORD"] or None,
+              "host": db["HOST"] or None, "port": db["PORT"] or None}
+    params.update({key: value for key, value in db.get("OPTIONS", {}).items() if isinstance(value, (str, int))})
+    return psycopg.connect(**{key: value for key, value in params.items() if value is not None})
+
+
+class RowCopier:
+    """Reads stored records back (every non-generated column except ``seq``) and writes them
+    again, into another workspace with fresh ids, as plain INSERTs."""
+
+    def __init__(self, conn: psycopg.Connection):
+        self.conn = conn
+        columns = conn.execute(
+            "SELECT column_name, data_type, udt_name, is_generated, column_default FROM information_schema.columns "
+            "WHERE table_schema = current_schema() AND table_name = %s ORDER BY ordinal_position", [TABLE]).fetchall()
+        self.columns = [c for c in columns if c[3] != "ALWAYS" and c[0] != "seq"]
+        self.names = [c[0] for c in self.columns]
+        self.json_columns = {i for i, c in enumerate(self.columns) if c[1] in ("jsonb", "json")}
+        placeholders = [f"%s::{c[2].lstrip('_')}[]" if c[1] == "ARRAY" else "%s" for c in self.columns]
+        self.row_sql = "(" + ", ".join(placeholders) + ")"
+        self.insert_head = f"INSERT INTO {TABLE} ({', '.join(self.names)}) VALUES "
+        self.id_at, self.workspace_at = self.names.index("id"), self.names.index("workspace_id")
+        conn.commit()
+
+    def read(self, ids: list[str]) -> list[tuple]:
+        rows = self.conn.execute(f"SELECT {', '.join(self.names)} FROM {TABLE} WHERE id = ANY(%s::uuid[]) ORDER BY seq",
+                                 [ids]).fetchall()
+        self.conn.commit()
+        return rows
+
+    def params(self, rows: list[tuple], workspace_id: int) -> list[list]:
+        out = []
+        for row in rows:
+            values = list(row)
+            values[self.id_at] = uuid.uuid4()
+            values[self.workspace_at] = workspace_id
+            for index in self.json_columns:
+                if values[index] is not None:
+                    values[index] = Jsonb(values[index])
+            out.append(values)
+        return out
+
+    def insert_per_row(self, rows: list[list]) -> float:
+        """One INSERT per row, one transaction for all of them; returns seconds."""
+        sql = self.insert_head + self.row_sql
+        started = time.perf_counter()
+        with self.conn.transaction(), self.conn.cursor() as cursor:
+            for values in rows:
+                cursor.execute(sql, values)
+        return time.perf_counter() - started
+
+    def insert_multi(self, rows: list[list]) -> float:
+        """One multi-row INSERT in one transaction; returns seconds."""
+        sql = self.insert_head + ", ".join([self.row_sql] * len(rows))
+        flat = [value for values in rows for value in values]
+        started = time.perf_counter()
+        with self.conn.transaction(), self.conn.cursor() as cursor:
+            cursor.execute(sql, flat)
+        return time.perf_counter() - started
+
+
+def delete_workspaces(conn: psycopg.Connection, workspace_ids: list[int]) -> dict:
+    """Delete the workspaces and, recursively, every row that references them, following the
+    foreign keys the database actually has (so a model added in the working tree but not yet
+    migrated cannot break the cleanup). One transaction; Django's foreign keys are deferrable,
+    and children go first anyway. Returns rows deleted per table."""
+    fks = conn.execute(
+        "SELECT con.confrelid::regclass::text, con.conrelid::regclass::text, a.attname, af.attname "
+        "FROM pg_constraint con "
+        "JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = con.conkey[1] "
+        "JOIN pg_attribute af ON af.attrelid = con.confrelid AND af.attnum = con.confkey[1] "
+        "WHERE con.contype = 'f' AND array_length(con.conkey, 1) = 1").fetchall()
+    children: dict[str, list[tuple[str, str, str]]] = {}
+    for parent, child, column, parent_column in fks:
+        children.setdefault(parent, []).append((child, column, parent_column))
+    deleted: dict[str, int] = {}
+
+    def cascade(table: str, where: str, params: list, path: tuple) -> None:
+        for child, column, parent_column in children.get(table, []):
+            if child in path:
+                continue
+            cascade(child, f"{column} IN (SELECT {parent_column} FROM {table} WHERE {where})", params, path + (child,))
+        count = conn.execute(f"DELETE FROM {table} WHERE {where}", params).rowcount
+        deleted[table] = deleted.get(table, 0) + count
+
+    with conn.transaction():
+        cascade("catalog_app_workspace", "id = ANY(%s)", [workspace_ids], ("catalog_app_workspace",))
+    return {table: count for table, count in deleted.items() if count}
+
+
+# --------------------------------------------------------------------------------------------
+# Measures
+
+
+def _latency(seconds: list[float]) -> dict:
+    ordered = sorted(seconds)
+    return {"batches": len(ordered), "p50_ms": round(1000 * statistics.median(ordered), 2),
+            "p95_ms": round(1000 * ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 2),
+            "max_ms": round(1000 * ordered[-1], 2)}
+
+
+def _ids(answer: dict, expected: int) -> list[str]:
+    if answer["duplicates"] or len(answer["inserted"]) != expected:
+        raise RuntimeError(f"expected {expected} inserted records, got {len(answer['inserted'])} inserted and "
+                           f"{len(answer['duplicates'])} duplicates")
+    return [row["id"] for row in answer["inserted"]]
+
+
+def measure_api(server: Server, copier: RowCopier, workspaces: dict, n: int, seed: int) -> dict:
+    key = workspaces["api"]["key"]
+    api_ws, rows_ws, multi_ws = (workspaces[name]["workspace"].pk for name in ("api", "raw_rows", "raw_multi"))
+    prefix = workspaces["api"]["workspace"].name
+    items = make_records(n, seed, dedupe_prefix=f"{prefix}-api")
+    bodies = [(len(batch), json.dumps({"records": batch}).encode()) for batch in batches(items, BATCH)]
+    warm = make_records(BATCH, seed + 10_000, dedupe_prefix=f"{prefix}-warm")
+    log(f"API ingest: warming up with {len(warm)} records (not timed)")
+    _, answer = server.post_records(json.dumps({"records": warm}).encode(), key)
+    rows = copier.read(_ids(answer, len(warm)))
+    copier.insert_per_row(copier.params(rows, rows_ws))
+    copier.insert_multi(copier.params(rows, multi_ws))
+
+    load = {"start": [round(x, 2) for x in os.getloadavg()]}
+    api_times, row_times, multi_times = [], [], []
+    progress = Progress("API ingest + raw INSERT baselines", n)
+    for size, body in bodies:
+        elapsed, answer = server.post_records(body, key)
+        api_times.append(elapsed)
+        rows = copier.read(_ids(answer, size))
+        row_times.append(copier.insert_per_row(copier.params(rows, rows_ws)))
+        multi_times.append(copier.insert_multi(copier.params(rows, multi_ws)))
+        progress.update(size)
+
+    load["end"] = [round(x, 2) for x in os.getloadavg()]
+    counts = dict(copier.conn.execute(
+        f"SELECT workspace_id, count(*) FROM {TABLE} WHERE workspace_id = ANY(%s) GROUP BY workspace_id",
+        [[api_ws, rows_ws, multi_ws]]).fetchall())
+    copier.conn.commit()
+    if not counts.get(api_ws) == counts.get(rows_ws) == counts.get(multi_ws) == n + len(warm):
+        raise RuntimeError(f"row counts differ between the API and baseline workspaces: {counts}")
+    ready = copier.conn.execute(f"SELECT count(*) FROM {TABLE} WHERE workspace_id = %s AND enriched_at IS NOT NULL",
+                                [api_ws]).fetchone()[0]
+    copier.conn.commit()
+    return {"records": n, "api_seconds": sum(api_times), "per_row_seconds": sum(row_times),
+            "multi_row_seconds": sum(multi_times), "api_latency": _latency(api_times),
+            "per_row_latency": _latency(row_times), "multi_row_latency": _latency(multi_times),
+            "ready_at_insert": ready, "rows_per_workspace": n + len(warm), "load_average": load}
+
+
+def _encode(model, texts: list[str]) -> float:
+    started = time.perf_counter()
+    model.encode(texts, batch_size=ENCODE_BATCH, normalize_embeddings=True, convert_to_numpy=True,
+                 show_progress_bar=False)
+    return time.perf_counter() - started
+
+
+def _encode_per_request(model, texts: list[str]) -> float:
+    """The same texts encoded one request (100 texts) at a time, batch 64: the work a server
+    that only sees one request at a time could at best do."""
+    return sum(_encode(model, chunk) for chunk in batches(texts, BATCH))
+
+
+def padding_analysis(model, texts: list[str], enrich_batch: int, embedding_batch: int) -> dict:
+    """Tokens the model processes, padding included, for the same texts encoded
+
+    - ``baseline``: all at once, batch 64, as the baseline does (``encode`` sorts the texts of
+      one call by length, so each batch holds texts of similar length);
+    - ``per_request_sorted``: one request of 100 at a time, batch 64 (the best a server that
+      embeds each request on its own can do);
+    - ``service``: as the service does with these settings: each request's ids split into
+      enrichment tasks of ``ENRICH_BATCH`` (``enrich_batch``), each task's texts embedded in
+      calls of at most ``embedding_batch`` in arrival order, each call padded to its longest;
+    - ``service_enrich_batch_100``: the same with ``ENRICH_BATCH=100`` (one task per request).
+
+    Deterministic, so it separates what the batching structure costs from machine noise; the
+    ``compute_ratio_vs_baseline`` of a scheme is about the best ratio it allows."""
+    limit = model.max_seq_length
+    lengths = [len(ids) for ids in model.tokenizer(texts, truncation=True, max_length=limit)["input_ids"]]
+
+    def padded(calls: list[list[int]], batch: int) -> int:
+        total = 0
+        for call in calls:  # one encode() call: sorted by text length, longest first
+            order = sorted(call, key=lambda i: -len(texts[i]))
+            for start in range(0, len(order), batch):
+                chunk = order[start:start + batch]
+                total += len(chunk) * max(lengths[i] for i in chunk)
+        return total
+
+    def service_calls(task_size: int) -> list[list[int]]:
+        return [call for request in requests for task in batches(request, task_size)
+                for call in batches(task, embedding_batch)]
+
+    everything = list(range(len(texts)))
+    requests = batches(everything, BATCH)
+    schemes = {"baseline": padded([everything], ENCODE_BATCH),
+               "per_request_sorted": padded(requests, ENCODE_BATCH),
+               "service": padded(service_calls(enrich_batch), embedding_batch),
+               "service_enrich_batch_100": padded(service_calls(100), embedding_batch)}
+    return {"real_tokens": sum(lengths), "max_seq_length": limit, "enrich_batch": enrich_batch,
+            "embedding_batch": embedding_batch, "padded_tokens": schemes,
+            "compute_ratio_vs_baseline": {name: round(schemes["baseline"] / tokens, 3)
+                                          for name, tokens in schemes.items()}}
+
+
+def measure_ready(server: Server, copier: RowCopier, workspaces: dict, n: int, seed: int) -> dict:
+    from catalog_app.embedding import embedding_batch_size, local_model
+    from catalog_app.catalog.runtime import catalog_for_workspace
+
+    key = workspaces["ready"]["key"]
+    workspace = workspaces["ready"]["workspace"]
+    items = make_records(n, seed + 1, dedupe_prefix=f"{workspace.name}-ready")
+    texts = [item["text"] for item in items]
+    bodies = [(len(batch), json.dumps({"records": batch}).encode()) for batch in batches(items, BATCH)]
+    embedding = catalog_for_workspace(workspace).value("models", "models").embedding
+
+    log("ingest-to-ready: loading and warming the model here and in the server (not timed)")
+    model = local_model()
+    _encode(model, [item["text"] for item in make_records(2 * ENCODE_BATCH, seed + 20_000)])
+    warm = make_records(BATCH, seed + 30_000, dedupe_prefix=f"{workspace.name}-warm")
+    warm_seconds, answer = server.post_records(json.dumps({"records": warm}).encode(), key)
+    _wait_ready(copier, _ids(answer, len(warm)), timeout=900)
+    log(f"  server warm-up batch took {warm_seconds:.1f}s")
+    load = {"start": [round(x, 2) for x in os.getloadavg()]}
+
+    log(f"ingest-to-ready: baselines before: SentenceTransformer.encode on the {n} texts, batch {ENCODE_BATCH}, "
+        "all at once and per request of 100")
+    encode_all = [_encode(model, texts)]
+    encode_requests = [_encode_per_request(model, texts)]
+
+    ids: list[str] = []
+    latencies = []
+    progress = Progress("ingest-to-ready", n)
+    started = time.perf_counter()
+    for size, body in bodies:
+        elapsed, answer = server.post_records(body, key)
+        latencies.append(elapsed)
+        ids += _ids(answer, size)
+        progress.update(size)
+    posted = time.perf_counter() - started
+    _wait_ready(copier, ids, timeout=max(900, n))
+    ready_seconds = time.perf_counter() - started
+
+    log("ingest-to-ready: baselines after (the faster run of each is used)")
+    encode_all.append(_encode(model, texts))
+    encode_requests.append(_encode_per_request(model, texts))
+    load["end"] = [round(x, 2) for x in os.getloadavg()]
+
+    ok = copier.conn.execute(
+        f"SELECT count(*) FILTER (WHERE annotation_meta -> 'embedding_v1' ->> 'status' = 'ok'), "
+        f"(SELECT count(*) FROM catalog_app_recordembedding WHERE record_id = ANY(%s::uuid[])) "
+        f"FROM {TABLE} WHERE id = ANY(%s::uuid[])", [ids, ids]).fetchone()
+    copier.conn.commit()
+    if ok[0] != n or ok[1] != n:
+        raise RuntimeError(f"only {ok[0]} records have an ok embedding_v1 and {ok[1]} have a vector, of {n}")
+    return {"records": n, "ready_seconds": ready_seconds, "all_posted_seconds": posted,
+            "encode_seconds_runs": encode_all, "encode_seconds": min(encode_all),
+            "encode_per_request_seconds_runs": encode_requests, "encode_per_request_seconds": min(encode_requests),
+            "request_latency": _latency(latencies), "embeddings_ok": ok[0], "server_warmup_seconds": warm_seconds,
+            "load_average": load,
+            "padding": padding_analysis(model, texts, memseek_setting("ENRICH_BATCH"), embedding_batch_size(embedding))}
+
+
+def _wait_ready(copier: RowCopier, ids: list[str], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        ready = copier.conn.execute(f"SELECT count(*) FROM {TABLE} WHERE id = ANY(%s::uuid[]) AND enriched_at IS NOT NULL",
+                                    [ids]).fetchone()[0]
+        copier.conn.commit()
+        if ready == len(ids):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{len(ids) - ready} of {len(ids)} records still not ready after {timeout:.0f}s")
+        time.sleep(0.05)
+
+
+# --------------------------------------------------------------------------------------------
+# Report
+
+
+def rows_for(results: dict) -> list[dict]:
+    rows = []
+    api = results.get("api")
+    if api:
+        api_rps = api["records"] / api["api_seconds"]
+        for label, seconds_key, target in (
+                ("plain INSERT per row, 1 txn per 100 rows (psycopg)", "per_row_seconds", API_TARGET),
+                ("multi-row INSERT, 1 per 100 rows (psycopg; stricter)", "multi_row_seconds", None)):
+            baseline_rps = api["records"] / api[seconds_key]
+            ratio = api_rps / baseline_rps
+            rows.append({"measure": "API ingest: POST /records, batches of 100, no processors",
+                         "records": api["records"], "seconds": api["api_seconds"], "records_per_s": api_rps,
+                         "baseline": label, "baseline_seconds": api[seconds_key], "baseline_records_per_s": baseline_rps,
+                         "ratio": ratio, "target": target, "met": None if target is None else ratio >= target})
+    ready = results.get("ready")
+    if ready:
+        ready_rps = ready["records"] / ready["ready_seconds"]
+        measure = ("Ingest-to-ready with embeddings (embedding_v1, eager enrichment)"
+                   if "eager" in results["environment"]["enrichment"] else
+                   "Ingest-to-ready with embeddings (embedding_v1, Celery workers)")
+        for label, seconds_key, target in (
+                (f"SentenceTransformer.encode, same model and texts, batch {ENCODE_BATCH}", "encode_seconds",
+                 READY_TARGET),
+                (f"same encode, one request of {BATCH} texts at a time (looser)", "encode_per_request_seconds", None)):
+            encode_rps = ready["records"] / ready[seconds_key]
+            ratio = ready_rps / encode_rps
+            rows.append({"measure": measure, "records": ready["records"], "seconds": ready["ready_seconds"],
+                         "records_per_s": ready_rps, "baseline": label, "baseline_seconds": ready[seconds_key],
+                         "baseline_records_per_s": encode_rps, "ratio": ratio, "target": target,
+                         "met": None if target is None else ratio >= target})
+    return rows
+
+
+def markdown_table(rows: list[dict]) -> str:
+    lines = ["| measure | records | seconds | records/s | baseline | baseline records/s | ratio | target | met |",
+             "|---|---:|---:|---:|---|---:|---:|---:|---|"]
+    for row in rows:
+        target = f"≥ {row['target']:.2f}" if row["target"] is not None else "(info)"
+        met = "—" if row["met"] is None else ("yes" if row["met"] else "**no**")
+        lines.append(f"| {row['measure']} | {row['records']:,} | {row['seconds']:.2f} | {row['records_per_s']:,.0f} | "
+                     f"{row['baseline']} | {row['baseline_records_per_s']:,.0f} | {row['ratio']:.2f} | {target} | "
+                     f"{met} |")
+    return "\n".join(lines)
+
+
+def markdown_report(results: dict) -> str:
+    env = results["environment"]
+    machine, versions, git = env["machine"], env["versions"], env["git"]
+    lines = [
+        "# Ingest benchmark (`bench/ingest.py`)", "",
+        f"Run {results['started_at']} — {results['server']}.", "",
+        markdown_table(results["table"]), "",
+        f"- Machine: {machine['cores']} cores ({machine['cpu']}), {machine['memory_gib']} GiB; "
+        f"load average at start {machine['load_average_at_start']}; torch threads {machine['torch_threads']}.",
+        f"- Versions: Python {versions['python']}, Django {versions['django']}, PostgreSQL {versions['postgres_server']}, "
+        f"psycopg {versions['psycopg']}, gunicorn {versions['gunicorn']}, torch {versions['torch']}, "
+        f"sentence-transformers {versions['sentence_transformers']}.",
+        f"- Commit {git['commit']} ({git['branch']})" + (
+            f", working tree dirty ({len(git['modified_tracked_files'])} modified tracked files)." if git["dirty"] else "."),
+        f"- Database: {env['database']}; enrichment: {env['enrichment']}; settings {env['settings']}.",
+    ]
+    api, ready = results.get("api"), results.get("ready")
+    if api:
+        lines.append(f"- API batch latency: {api['api_latency']}; per-row baseline {api['per_row_latency']}; "
+                     f"multi-row baseline {api['multi_row_latency']}; {api['ready_at_insert']:,} of "
+                     f"{api['rows_per_workspace']:,} rows ready at insert; load average {api['load_average']}.")
+    if ready:
+        padding = ready["padding"]
+        lines.append(f"- Ingest-to-ready: all POSTs answered after {ready['all_posted_seconds']:.2f}s, all ready after "
+                     f"{ready['ready_seconds']:.2f}s; request latency {ready['request_latency']}; encode runs before/"
+                     f"after {[round(s, 2) for s in ready['encode_seconds_runs']]} s all at once, "
+                     f"{[round(s, 2) for s in ready['encode_per_request_seconds_runs']]} s per request (the faster "
+                     f"of each is the baseline); load average {ready['load_average']}.")
+        lines.append(f"- Padding (tokens the model runs, {padding['real_tokens']:,} real): "
+                     + "; ".join(f"{name} {tokens:,} (baseline/this {padding['compute_ratio_vs_baseline'][name]})"
+                                 for name, tokens in padding["padded_tokens"].items())
+                     + f" — service = requests of {BATCH}, tasks of ENRICH_BATCH={padding['enrich_batch']}, "
+                       f"embedding calls of ≤{padding['embedding_batch']} in arrival order.")
+    lines += ["", "Corpus: `bench/corpus.py` " + json.dumps(results["corpus"]) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def corpus_stats(n: int, seed: int) -> dict:
+    sample = make_records(n, seed)
+    lengths = sorted(len(item["text"]) for item in sample)
+    return {"generator": "make_records", "seed": seed, "text_chars_min": lengths[0],
+            "text_chars_median": statistics.median(lengths), "text_chars_max": lengths[-1],
+            "facts_fraction": round(sum("key" in item for item in sample) / n, 3),
+            "dedupe_key_fraction": round(sum("dedupe_key" in item for item in sample) / n, 3),
+            "entities": len({item["entity"] for item in sample})}
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=5000, help="records for the API ingest measure (default 5000)")
+    parser.add_argument("--ready-records", type=int, default=2000,
+                        help="records for the ingest-to-ready measure (default 2000)")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results", help="results directory")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--measures", default="api,ready", help="comma list of: api, ready (default both)")
+    args = parser.parse_args(argv)
+    measures = {m.strip() for m in args.measures.split(",") if m.strip()}
+    if not measures <= {"api", "ready"} or not measures:
+        parser.error("--measures takes api and/or ready")
+    if args.records < 1 or args.ready_records < 1:
+        parser.error("--records and --ready-records must be positive")
+
+    started_at = datetime.now(timezone.utc)
+    results = {"started_at": started_at.isoformat(timespec="seconds"), "environment": environment(),
+               "corpus": corpus_stats(max(args.records, args.ready_records), args.seed),
+               "parameters": {"records": args.records, "ready_records": args.ready_records, "batch": BATCH,
+                              "encode_batch": ENCODE_BATCH, "seed": args.seed, "measures": sorted(measures)}}
+    stamp = started_at.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:4]
+    created: list[Workspace] = []
+    server = None
+    copier_conn = raw_connection()
+    try:
+        workspaces = {}
+        for name, catalog in (("api", NO_PROCESSORS_CATALOG), ("raw_rows", None), ("raw_multi", None),
+                              ("ready", EXAMPLE_CATALOG)):
+            if name == "ready" and "ready" not in measures or name != "ready" and "api" not in measures:
+                continue
+            workspace, key = workspace_create(name=f"bench-{stamp}-{name.replace('_', '-')}")
+            created.append(workspace)
+            if catalog is not None:
+                catalog_load(workspace=workspace, directory=catalog)
+                workspace.refresh_from_db()
+            workspaces[name] = {"workspace": workspace, "key": key}
+        log(f"workspaces: {', '.join(w.name for w in created)}")
+        server = Server()
+        results["server"] = (f"gunicorn {results['environment']['versions']['gunicorn']}, 1 sync worker, "
+                             f"127.0.0.1:{server.port}, http.client")
+        copier = RowCopier(copier_conn)
+        if "api" in measures:
+            results["api"] = measure_api(server, copier, workspaces, args.records, args.seed)
+        if "ready" in measures:
+            results["ready"] = measure_ready(server, copier, workspaces, args.ready_records, args.seed)
+        results["http"] = {"requests": server.requests, "connections_opened": server.connections_opened,
+                           "keep_alive": server.connections_opened < server.requests}
+        results["server"] += (", keep-alive" if results["http"]["keep_alive"] else
+                              ", a new connection per request (the sync worker closes each one)")
+    finally:
+        if server is not None:
+            server.stop()
+        if created:
+            log(f"deleting workspaces {', '.join(w.name for w in created)}")
+            copier_conn.rollback()
+            log(f"  deleted {delete_workspaces(copier_conn, [w.pk for w in created])}")
+        copier_conn.close()
+
+    results["table"] = rows_for(results)
+    table = markdown_table(results["table"])
+    print(table)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "ingest.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    (args.out / "ingest.md").write_text(markdown_report(results))
+    log(f"wrote {args.out / 'ingest.json'} and {args.out / 'ingest.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
