@@ -157,3 +157,47 @@ class RecordEmbedding(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["record", "space"], name="record_embedding_identity"),
         ]
+
+
+class ActivationAudit(models.Model):
+    """One activation of a definition version: who switched ``name`` of ``family`` from
+    ``from_version`` (None when nothing was active) to ``to_version``, and when. Written by
+    ``DefinitionActivation.execute`` in the same transaction as the flip; never changed."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="activation_audits")
+    family = models.CharField(max_length=32)
+    name = models.CharField(max_length=64)
+    from_version = models.PositiveIntegerField(null=True, blank=True)
+    to_version = models.PositiveIntegerField()
+    # A username for the admin, "cli" for management commands, "api:<workspace>" for routes.
+    actor = models.CharField(max_length=150)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["workspace", "family", "name", "-created_at"], name="activation_audit_name")]
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        origin = f"@{self.from_version}" if self.from_version is not None else "(none)"
+        return f"{self.family} {self.name} {origin} → @{self.to_version} by {self.actor}"
+
+
+class ReviewAudit(models.Model):
+    """One review decision on a draft: ``approve`` wrote ``record`` as the draft's active
+    successor, ``reject`` wrote ``record`` as the draft-lane tombstone withdrawing it. Holds
+    record references only (no copied content), so erasing the records erases the audit too."""
+
+    ACTIONS = (("approve", "approve"), ("reject", "reject"))
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="review_audits")
+    action = models.CharField(max_length=8, choices=ACTIONS)
+    draft = models.ForeignKey(Record, on_delete=models.CASCADE, related_name="+")
+    record = models.ForeignKey(Record, on_delete=models.CASCADE, related_name="+")
+    actor = models.CharField(max_length=150)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"{self.action} {self.draft_id} by {self.actor}"

@@ -4,6 +4,7 @@ from .api.collections import CollectionListView
 from .api.health import HealthView
 from .api.reads import DocumentHistoryView, DocumentView, RecordDetailView, TimelineView
 from .api.records_write import RecordBatchView
+from .api.review import RecordApproveView, RecordRejectView
 
 urlpatterns = [
     path("health", HealthView.as_view(), name="health"),
@@ -13,4 +14,6 @@ urlpatterns = [
     path("document/history", DocumentHistoryView.as_view(), name="document-history"),
     path("collections", CollectionListView.as_view(), name="collections"),
     path("records", RecordBatchView.as_view(), name="records"),
+    path("records/<str:id>/approve", RecordApproveView.as_view(), name="record-approve"),
+    path("records/<str:id>/reject", RecordRejectView.as_view(), name="record-reject"),
 ]

@@ -57,6 +57,11 @@ ERROR_STATUS: dict[str, int] = {
     "document_too_large": 409,
     "response_too_large": 409,
     "no_catalog": 409,
+    # Draft review (POST /records/{id}/approve, /reject; reference 2.2 and 3.3 POST /promote)
+    "not_a_draft": 409,
+    "draft_not_keyed": 409,
+    "promotion_stale": 409,
+    "nothing_to_retract": 409,
     # Search (views-and-search.md, reference A.1)
     "query_too_long": 422,
     "search_spec": 422,

@@ -1,0 +1,6 @@
+from catalog_app.management.activation_command import ActivateCommand
+
+
+class Command(ActivateCommand):
+    help = "Make VERSION the active version of view NAME (refused, with the reasons, if the catalog would not load)."
+    family = "view"
