@@ -100,7 +100,9 @@ def _resolve_source(spec, source: Source, path: str, catalog: Catalog, score_nam
     fields: dict[str, dict] = {}
     for condition in source.where:
         where_path = _at(path, f"where.{condition.field}")
-        access = _field(condition.field, versions, catalog, where_path, fields, "filter")
+        # exists only asks whether a value is present, so it may read an optional annotation.
+        access = _field(condition.field, versions, catalog, where_path, fields, "filter",
+                        annotation_must_be_required=condition.op != "exists")
         _check_operator(condition, next(iter(access.values())).field, _at(where_path, condition.op))
     for index, key in enumerate(source.order_by):
         _field(key.field, versions, catalog, _at(path, f"order_by[{index}].field"), fields, "sort")
@@ -161,7 +163,8 @@ def _profile(versions, path: str, catalog: Catalog) -> str:
 _PERMISSION = {"filter": "filterable", "sort": "sortable", "project": "returnable"}
 
 
-def _field(name: str, versions, catalog: Catalog, path: str, fields: dict, use: str) -> dict:
+def _field(name: str, versions, catalog: Catalog, path: str, fields: dict, use: str, *,
+           annotation_must_be_required: bool = True) -> dict:
     by_version, signature = {}, None
     for collection in versions:
         declared = collection.fields.get(name)
@@ -176,7 +179,7 @@ def _field(name: str, versions, catalog: Catalog, path: str, fields: dict, use: 
             raise ResolveError("field_permission", path, f"field {name!r} is not declared {_PERMISSION[use]} in "
                                f"{collection.name} version {collection.version}")
         by_version[(collection.name, collection.version)] = FieldAccess(declared, field_paths(declared, catalog))
-    if use in ("filter", "sort"):
+    if use in ("filter", "sort") and annotation_must_be_required:
         _check_annotation_backed(name, by_version, versions, catalog, path)
     fields.setdefault(name, {}).update(by_version)
     return by_version

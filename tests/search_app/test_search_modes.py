@@ -1,0 +1,195 @@
+"""POST /search over real PostgreSQL, pgvector and the real MiniLM model: the five modes, the
+ranking contract, public scores, semantic and lexical recall, and how often the query is
+embedded (views-and-search "Choosing a search mode", "How to read score"; reference 7.2
+items 1-3 and 7)."""
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from catalog_app import embedding as embedding_module
+from search_app.engine import run as run_module
+from tests.search_app.search_factories import ingest_ready, item
+
+pytestmark = pytest.mark.model
+
+SCORED_RANKING = {"kind": "rank_expression", "scored": True, "score_semantics": "query_relative",
+                  "score_range": [0.0, 1.0], "normalization": "min_max", "normalization_scope": "ranked_candidates",
+                  "calibrated": False, "higher_is_better": True, "native_score_field": "rank_score"}
+T0 = datetime(2026, 7, 1, 10, 0, tzinfo=timezone.utc)
+
+BUDGET = "Maria confirmed the Q3 budget"
+UNRELATED = ("The hiking trail near the lake is closed because of snow",
+             "My cat likes to sleep on the warm windowsill",
+             "Replace the bicycle chain before the race on Sunday")
+
+
+def search(api, body: dict, status: int = 200) -> dict:
+    response = api.post("/search", body, format="json")
+    assert response.status_code == status, response.json()
+    return response.json()
+
+
+def at(hours: float) -> str:
+    return (T0 + timedelta(hours=hours)).isoformat()
+
+
+@pytest.fixture
+def budget_notes(catalog):
+    """Three ready notes that share the word "budget", by different speakers and times."""
+    return ingest_ready(catalog, [
+        item("Budget draft for the offsite", content={"speaker": "ana"}, occurred_at=at(0)),
+        item("The budget needs another review", content={"speaker": "bo"}, occurred_at=at(1)),
+        item("Budget approved by finance", content={"speaker": "cy"}, occurred_at=at(2)),
+    ])
+
+
+MODE_BODIES = {
+    "vector": {"q": "budget", "mode": "vector"},
+    "text": {"q": "budget", "mode": "text"},
+    "hybrid": {"q": "budget", "mode": "hybrid"},
+    "recent": {"mode": "recent"},
+    "structured": {"mode": "structured", "order_by": [{"field": "speaker"}]},
+}
+
+
+@pytest.mark.parametrize("mode", list(MODE_BODIES))
+def test_every_mode_answers_with_contiguous_ranks(api, budget_notes, mode):
+    body = search(api, {**MODE_BODIES[mode], "scope": {"collections": ["main"]}})
+    assert [hit["rank"] for hit in body["hits"]] == [1, 2, 3]
+    assert {hit["id"] for hit in body["hits"]} == {str(record_id) for record_id in budget_notes}
+    assert body["backend"] == {"name": "pg", "layout": None, "candidate_count": 3}
+    assert body["profiles"] == ["pg_default"]
+    assert body["rendered"] is None and body["truncated"] is False
+
+
+def test_structured_search_reports_no_scores(api, budget_notes):
+    body = search(api, {"mode": "structured", "scope": {"collections": ["main"]},
+                        "order_by": [{"field": "speaker", "direction": "desc"}]})
+    assert body["ranking"] == {"kind": "structured", "scored": False}
+    assert [hit["id"] for hit in body["hits"]] == [str(record_id) for record_id in reversed(budget_notes)]
+    for hit in body["hits"]:
+        assert hit["score"] is None
+        assert "rank_score" not in hit
+
+
+@pytest.mark.parametrize("mode", ["vector", "text", "hybrid", "recent"])
+def test_scored_modes_report_the_exact_ranking_contract(api, budget_notes, mode):
+    body = search(api, {**MODE_BODIES[mode], "scope": {"collections": ["main"]}})
+    assert body["ranking"] == SCORED_RANKING
+    scores = [hit["score"] for hit in body["hits"]]
+    assert scores[0] == 1.0
+    assert all(0.0 <= score <= 1.0 for score in scores)
+    assert scores == sorted(scores, reverse=True)
+    assert all(isinstance(hit["rank_score"], float) for hit in body["hits"])
+
+
+@pytest.mark.parametrize("query", [{"mode": "recent"}, {"mode": "text", "q": "quarterly review"}])
+def test_importance_example_9_5_2_scores_against_the_whole_pool(catalog, api, query):
+    low, high, middle = ingest_ready(catalog, [item(f"Quarterly review, part {n}", scores={"importance": importance})
+                                               for n, importance in ((1, 2), (2, 9), (3, 5))])
+    body = search(api, {**query, "rank": ["score", "importance"], "k": 2})
+    assert [hit["id"] for hit in body["hits"]] == [str(high), str(middle)]
+    assert [hit["rank_score"] for hit in body["hits"]] == [9.0, 5.0]
+    assert [hit["score"] for hit in body["hits"]] == [1.0, pytest.approx(3 / 7)]  # the unreturned 2 is the floor
+
+
+def test_equal_rank_values_all_score_one_and_order_by_recency(catalog, api):
+    ids = ingest_ready(catalog, [item(f"Tie {n}", scores={"importance": 4}, occurred_at=at(n)) for n in range(3)])
+    body = search(api, {"mode": "recent", "rank": ["score", "importance"]})
+    assert [hit["score"] for hit in body["hits"]] == [1.0, 1.0, 1.0]
+    assert [hit["rank_score"] for hit in body["hits"]] == [4.0, 4.0, 4.0]
+    assert [hit["id"] for hit in body["hits"]] == [str(record_id) for record_id in reversed(ids)]
+
+
+def test_equal_values_and_times_fall_back_to_newest_ingestion_first(catalog, api):
+    ids = ingest_ready(catalog, [item(f"Same moment {n}", occurred_at=at(0)) for n in range(3)])
+    body = search(api, {"mode": "recent", "rank": ["const", 1]})
+    assert [hit["id"] for hit in body["hits"]] == [str(record_id) for record_id in reversed(ids)]
+
+
+@pytest.mark.parametrize("mode", ["vector", "hybrid"])
+def test_meaning_search_finds_a_record_sharing_no_words_with_the_query(catalog, api, mode):
+    unrelated = ingest_ready(catalog, [item(text) for text in UNRELATED])
+    budget = ingest_ready(catalog, [item(BUDGET)])[0]
+    body = search(api, {"q": "money approved for next quarter", "mode": mode, "include": ["text"]})
+    assert body["hits"][0]["id"] == str(budget)
+    assert body["hits"][0]["text"] == BUDGET
+    assert {hit["id"] for hit in body["hits"][1:]} == {str(record_id) for record_id in unrelated}
+
+
+def test_vector_similarity_orders_the_candidates(catalog, api):
+    closest, middle, far = ingest_ready(catalog, [
+        item("The customer asked for a refund of the duplicate charge"),
+        item("The invoice was paid late"),
+        item("The hiking trail near the lake is closed because of snow")])
+    body = search(api, {"q": "I was billed twice and want my money back", "mode": "vector",
+                        "rank": ["similarity"]})
+    assert [hit["id"] for hit in body["hits"]] == [str(closest), str(middle), str(far)]
+    values = [hit["rank_score"] for hit in body["hits"]]
+    assert values == sorted(values, reverse=True) and -1.0 <= values[-1] < values[0] <= 1.0
+
+
+def test_text_search_matches_records_sharing_only_some_words_of_a_long_question(catalog, api):
+    budget, plans, _snow = ingest_ready(catalog, [item(BUDGET), item("Travel plans for the offsite are done"),
+                                                  item(UNRELATED[0])])
+    body = search(api, {"q": "What exactly did Maria decide about the spending plan for the autumn?",
+                        "mode": "text", "rank": ["text_match"]})
+    assert {hit["id"] for hit in body["hits"]} == {str(budget), str(plans)}
+    assert all(hit["rank_score"] > 0 for hit in body["hits"])
+
+
+def test_text_search_ranks_more_shared_words_higher(catalog, api):
+    one_word, two_words = ingest_ready(catalog, [item("The budget is late"),
+                                                 item("Maria confirmed the budget")])
+    body = search(api, {"q": "maria budget", "mode": "text", "rank": ["text_match"]})
+    assert [hit["id"] for hit in body["hits"]] == [str(two_words), str(one_word)]
+
+
+def test_text_search_with_only_stopwords_matches_nothing(catalog, api):
+    ingest_ready(catalog, [item(BUDGET)])
+    assert search(api, {"q": "the of and", "mode": "text"})["hits"] == []
+
+
+@pytest.mark.parametrize(("mode", "calls"), [("text", 0), ("recent", 0), ("structured", 0), ("vector", 1),
+                                             ("hybrid", 1)])
+def test_only_meaning_searches_embed_the_query_once(api, budget_notes, monkeypatch, mode, calls):
+    seen = []
+
+    def spy(config, text):
+        seen.append(text)
+        return embedding_module.embed_query(config, text)
+
+    monkeypatch.setattr(run_module, "embed_query", spy)
+    body = search(api, {**MODE_BODIES[mode], "scope": {"collections": ["main"]}})
+    assert len(body["hits"]) == 3
+    assert seen == ["budget"] * calls
+
+
+def test_public_score_bounds_come_from_the_ranked_candidates_not_the_table(catalog, api):
+    # recent proposes newest first: the 4 candidates are importance 2..5; the oldest (1) is never ranked.
+    ingest_ready(catalog, [item(f"Budget line {n}", occurred_at=at(n), scores={"importance": n}) for n in range(1, 6)])
+    body = search(api, {"mode": "recent", "k": 2, "params": {"candidates": 4}, "rank": ["score", "importance"]})
+    assert body["backend"]["candidate_count"] == 4
+    assert [hit["rank_score"] for hit in body["hits"]] == [5.0, 4.0]
+    assert [hit["score"] for hit in body["hits"]] == [1.0, pytest.approx(2 / 3)]
+
+
+def test_empty_workspace_search_is_a_successful_empty_answer(catalog, api):
+    body = search(api, {"q": "anything", "mode": "hybrid"})
+    assert body["hits"] == [] and body["ranking"] == SCORED_RANKING
+
+
+@pytest.mark.parametrize("mode", ["text", "hybrid"])
+@pytest.mark.parametrize("q", ["Maria's budget: Q3 & Q4 | (approved)!", "budget <-> 'x' \\ \"quoted\" :* !maria",
+                               "état du budget — café"])
+def test_punctuation_in_the_query_is_text_not_syntax(catalog, api, mode, q):
+    budget = ingest_ready(catalog, [item(BUDGET)])[0]
+    body = search(api, {"q": q, "mode": mode})
+    assert [hit["id"] for hit in body["hits"]] == [str(budget)]
+
+
+def test_a_query_over_the_length_limit_is_rejected(catalog, api, settings):
+    settings.MEMSEEK = {"MAX_QUERY_CHARS": 10}
+    response = api.post("/search", {"q": "x" * 11, "mode": "text"}, format="json")
+    assert response.status_code == 422
+    assert (response.json()["error"], response.json()["path"]) == ("query_too_long", "q")
