@@ -121,6 +121,8 @@ def _resolve_source(spec, source: Source, path: str, catalog: Catalog, score_nam
 def _versions(source: Source, path: str, catalog: Catalog, view: bool) -> tuple[Collection, ...]:
     scope_path = _at(path, "scope.collections")
     names = source.scope.collections
+    if not names and source.name is not None:
+        raise ResolveError("search_scope", scope_path, "each combined source must name its collections")
     if not names:
         if view:
             raise ResolveError("search_scope", scope_path, "a view must name its collections explicitly")

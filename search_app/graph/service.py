@@ -67,7 +67,7 @@ def _orphans(workspace, catalog: Catalog, view, parameters: dict, wrapper: dict)
     orphans = [{"id": str(record_id), "entity": entity, "key": key, "text": text, "content": content}
                for record_id, entity, key, text, content in current_nodes(workspace_id=workspace.pk,
                                                                          collection=view.graph.nodes)
-               if key not in linked and entity not in linked]
+               if (entity, key) not in linked and (entity, entity) not in linked]
     page = orphans[:limit]
     return {**wrapper, "hits": page, "orphans": page, "input_record_ids": [o["id"] for o in page],
             "truncated": len(orphans) > limit, "profiles": _profiles(catalog, view), "backend": BACKEND}

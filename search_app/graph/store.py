@@ -82,10 +82,11 @@ class LinkStore:
             return {node: steps_from(node, links, direction) for node in nodes}
         return fetch
 
-    def linked_node_names(self) -> set[str]:
-        """Every endpoint of a live link that is not an outdated automatic link (see orphans)."""
+    def linked_node_names(self) -> set[tuple[str, str]]:
+        """``(entity, endpoint)`` of every live link that is not an outdated automatic link:
+        orphan reports compare a node with the links of its own entity."""
         subject, obj = self._role("subject"), self._role("object")
-        sql = (f"SELECT {subject}, {obj} FROM {RECORD} r WHERE {_live()} AND r.collection = %s "
+        sql = (f"SELECT r.entity, {subject}, {obj} FROM {RECORD} r WHERE {_live()} AND r.collection = %s "
                f"AND NOT EXISTS (SELECT 1 FROM {RECORD} source WHERE source.id = ANY(r.derived_from) "
                f"AND source.key IS NOT NULL AND EXISTS (SELECT 1 FROM {RECORD} newer "
                f"WHERE newer.workspace_id = source.workspace_id AND newer.entity = source.entity "
@@ -93,7 +94,7 @@ class LinkStore:
                f"AND newer.status = source.status AND newer.seq > source.seq))")
         with connection.cursor() as cursor:
             cursor.execute(sql, [self.workspace_id, self.edges])
-            return {name for row in cursor.fetchall() for name in row if name is not None}
+            return {(row[0], name) for row in cursor.fetchall() for name in row[1:] if name is not None}
 
 
 def current_nodes(*, workspace_id: int, collection: str) -> list[tuple[uuid.UUID, str, str, str, dict]]:

@@ -221,3 +221,10 @@ def test_concurrent_sources_give_the_sequential_result(api, ids, settings, monke
     assert threads == {threading.get_ident()}
     assert concurrent == sequential
     assert names(ids, concurrent) == ["a1", "a3", "a2", "a4", "a5"]
+
+
+def test_every_combined_source_must_name_its_collections(api, ids):
+    unscoped = {"name": "everything", "mode": "text", "k": 5}
+    response = api.post("/search", fused(source("billing", 2), unscoped), format="json")
+    assert response.status_code == 422
+    assert (response.json()["error"], response.json()["path"]) == ("search_scope", "sources[1].scope.collections")

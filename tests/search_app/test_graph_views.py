@@ -315,3 +315,11 @@ def test_another_workspaces_links_and_nodes_are_never_used(api, orphan_world, ot
     ready_links(other, [link("attic", "yard"), link("zed", "faq")])
     assert query_view(api, "page_orphans", {})["orphans"] == orphan_objects(orphan_world)
     assert [o["key"] for o in query_view(other_workspace_api, "page_orphans", {})["orphans"]] == ["lonely"]
+
+
+def test_orphan_reports_compare_a_node_with_the_links_of_its_own_entity(api, orphan_world, workspace):
+    # A link of entity "site" naming "zed" does not link alpha's page "zed"; a link of alpha does.
+    ready_links(workspace, [link("zed", "attic")])
+    assert "zed" in [o["key"] for o in query_view(api, "page_orphans", {})["orphans"]]
+    ready_links(workspace, [link("zed", "elsewhere", entity="alpha")])
+    assert "zed" not in [o["key"] for o in query_view(api, "page_orphans", {})["orphans"]]
