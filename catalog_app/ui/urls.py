@@ -1,0 +1,18 @@
+"""Operator console routes of catalog_app, mounted under ``/console/`` (namespace ``console``)."""
+from django.urls import path
+
+from . import views
+
+app_name = "console"
+
+urlpatterns = [
+    path("", views.console_index, name="index"),
+    path("<str:workspace>/drafts", views.drafts, name="drafts"),
+    path("<str:workspace>/drafts/<uuid:record_id>/approve", views.draft_decide, {"decision": "approve"},
+         name="draft-approve"),
+    path("<str:workspace>/drafts/<uuid:record_id>/reject", views.draft_decide, {"decision": "reject"},
+         name="draft-reject"),
+    path("<str:workspace>/records", views.records, name="records"),
+    path("<str:workspace>/records/<uuid:record_id>", views.record, name="record"),
+    path("<str:workspace>/definitions", views.definitions, name="definitions"),
+]
