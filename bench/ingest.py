@@ -317,6 +317,7 @@ def delete_workspaces(conn: psycopg.Connection, workspace_ids: list[int]) -> dic
         "JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = con.conkey[1] "
         "JOIN pg_attribute af ON af.attrelid = con.confrelid AND af.attnum = con.confkey[1] "
         "WHERE con.contype = 'f' AND array_length(con.conkey, 1) = 1").fetchall()
+    conn.commit()  # end the implicit transaction of that SELECT: the block below must be a real transaction
     children: dict[str, list[tuple[str, str, str]]] = {}
     for parent, child, column, parent_column in fks:
         children.setdefault(parent, []).append((child, column, parent_column))
@@ -332,6 +333,10 @@ def delete_workspaces(conn: psycopg.Connection, workspace_ids: list[int]) -> dic
 
     with conn.transaction():
         cascade("catalog_app_workspace", "id = ANY(%s)", [workspace_ids], ("catalog_app_workspace",))
+    left = conn.execute("SELECT count(*) FROM catalog_app_workspace WHERE id = ANY(%s)", [workspace_ids]).fetchone()[0]
+    conn.commit()
+    if left:
+        raise RuntimeError(f"{left} benchmark workspace(s) were not deleted: {workspace_ids}")
     return {table: count for table, count in deleted.items() if count}
 
 
