@@ -2,7 +2,8 @@
 
 Invariants: record content is never updated (corrections are newer records in the same
 (entity, collection, key, status) lane); only enrichment columns (scores, annotations,
-annotation_meta, enrichment_error, enriched_at) and ``last_accessed`` change after insert.
+annotation_meta, enrichment_error, enriched_at), ``last_accessed`` and ``access_count`` change
+after insert.
 Catalog definitions are immutable per (family, name, version); only ``active`` flips.
 """
 import uuid
@@ -23,6 +24,9 @@ class Workspace(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     # Bumped by every catalog load or activation; the compiled catalog is cached by it.
     catalog_revision = models.PositiveIntegerField(default=0)
+    # Workspace setting overrides by dotted name ("retrieval.tokenBudget": 2000); the owning
+    # app resolves effective values and their defaults (retrieval_app.settings).
+    settings = models.JSONField(default=dict, blank=True)
 
     def __str__(self):
         return self.name
@@ -103,6 +107,8 @@ class Record(models.Model):
     occurred_at = models.DateTimeField()
     created_at = models.DateTimeField()
     last_accessed = models.DateTimeField()
+    # Touches on read (search_app.services.records_touch), beside last_accessed.
+    access_count = models.PositiveIntegerField(default=0, db_default=0)
     # Readiness: ready once every required processor has written.
     enriched_at = models.DateTimeField(null=True, blank=True)
     tombstone = models.BooleanField(default=False)

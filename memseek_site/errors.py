@@ -89,6 +89,11 @@ ERROR_STATUS: dict[str, int] = {
     "rerank_timeout": 503,
     "rerank_unavailable": 503,
     "rerank_invalid": 503,
+    # Context retrieval (context-retrieval.md): POST /retrieve, GET /receipts/{id}
+    "mode_conflict": 400,
+    "CONTEXT_BUDGET_TOO_SMALL": 422,  # spelled exactly as the spec names it
+    "receipt_not_found": 404,
+    "workspace_setting": 409,
     # Dependencies
     "database_unavailable": 503,
     "embedding_unavailable": 503,

@@ -11,4 +11,5 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("", include("catalog_app.urls")),
     path("", include("search_app.urls")),
+    path("", include("retrieval_app.urls")),
 ]

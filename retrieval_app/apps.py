@@ -1,6 +1,12 @@
+"""Context retrieval, briefs, lookups, lexical BM25, receipts and evaluation."""
 from django.apps import AppConfig
 
 
 class RetrievalAppConfig(AppConfig):
     name = "retrieval_app"
     verbose_name = "Memseek context retrieval"
+
+    def ready(self):
+        from . import policy
+
+        policy.register()

@@ -57,8 +57,10 @@ def search_run(*, workspace, body) -> dict:
 
 
 def records_touch(*, record_ids: list[str]) -> int:
-    """Set ``last_accessed`` to now on ``record_ids``; returns the number of rows updated."""
+    """Set ``last_accessed`` to now and count one more access on ``record_ids``; returns the
+    number of rows updated."""
     with connection.cursor() as cursor:
-        cursor.execute("UPDATE catalog_app_record SET last_accessed = %s WHERE id = ANY(%s::uuid[])",
+        cursor.execute("UPDATE catalog_app_record SET last_accessed = %s, access_count = access_count + 1 "
+                       "WHERE id = ANY(%s::uuid[])",
                        [timezone.now(), list(record_ids)])
         return cursor.rowcount

@@ -1,0 +1,114 @@
+"""``POST /retrieve`` and ``GET /receipts/{id}``: thin views over ``retrieval_app.service``.
+
+The serializers only describe shapes for the OpenAPI document; the body is parsed by
+``retrieval_app.request`` (strict, camelCase paths).
+"""
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from catalog_app.api.schema import ErrorSerializer
+from memseek_site.parsing import parse_query, parse_uuid
+
+from .service import receipt_get, retrieve
+
+
+class RetrieveRequestSerializer(serializers.Serializer):
+    query = serializers.CharField(help_text="What to recall (required, at most MAX_QUERY_CHARS characters).")
+    entity = serializers.CharField(required=False, help_text="One entity; or send entities.")
+    entities = serializers.ListField(child=serializers.CharField(), required=False, max_length=100)
+    collections = serializers.ListField(child=serializers.CharField(), required=False, max_length=100,
+                                        help_text="Default: every collection of the workspace.")
+    types = serializers.ListField(child=serializers.CharField(), required=False, max_length=100)
+    tags = serializers.JSONField(required=False, help_text="{declared field: value | [values]}: eq / in "
+                                 "(contains_any on list fields); collections not declaring a field cannot match.")
+    agentId = serializers.CharField(required=False, help_text="Private records are visible to their owner only.")
+    topN = serializers.IntegerField(required=False, min_value=1, max_value=100, default=20)
+    tokenBudget = serializers.IntegerField(required=False, min_value=256, max_value=32000,
+                                           help_text="Default: the workspace setting retrieval.tokenBudget (4000).")
+    mode = serializers.ChoiceField(["assisted", "deterministic"], required=False, default="assisted")
+    rerank = serializers.BooleanField(required=False, default=False,
+                                      help_text="Rerank with the cheap model (assisted mode only; else 400).")
+    raw = serializers.BooleanField(required=False, default=False,
+                                   help_text="Skip the score floor and the budget; topN is honoured literally.")
+    includeSuperseded = serializers.BooleanField(required=False, default=False)
+    excludeSuperseded = serializers.BooleanField(required=False, help_text="Accepted for compatibility; ignored.")
+    asOf = serializers.DateTimeField(required=False, help_text="Slice the store at this instant.")
+    asOfAxis = serializers.ChoiceField(["valid", "transaction"], required=False, default="valid")
+    explain = serializers.BooleanField(required=False, default=False)
+
+
+class RetrievedEntrySerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    text = serializers.CharField()
+    rendered = serializers.CharField(help_text="The compact, escaped row counted by tokens.")
+    entity = serializers.CharField()
+    collection = serializers.CharField()
+    type = serializers.CharField()
+    key = serializers.CharField(allow_null=True)
+    score = serializers.FloatField(allow_null=True, help_text="Null for policy records.")
+    tokens = serializers.IntegerField()
+    provenance = serializers.JSONField(help_text="{sourceKind, sourceRef, extractionMethod}")
+    validFrom = serializers.DateTimeField()
+    validTo = serializers.DateTimeField(allow_null=True)
+    recordedAt = serializers.DateTimeField()
+    recordedUntil = serializers.DateTimeField(allow_null=True)
+    supersededAt = serializers.DateTimeField(allow_null=True, required=False)
+    supersededBy = serializers.UUIDField(allow_null=True, required=False)
+    policy = serializers.JSONField(help_text="{visibility, ownerAgentId, classification}")
+    version = serializers.JSONField(help_text="{collection, collectionVersion, seq}")
+    trust = serializers.JSONField(help_text="{depth, ready, derived, corroboration, confidence, score}")
+    explanation = serializers.JSONField(required=False)
+
+
+class MemoryContextSectionsSerializer(serializers.Serializer):
+    policies = RetrievedEntrySerializer(many=True)
+    facts = RetrievedEntrySerializer(many=True)
+    events = RetrievedEntrySerializer(many=True)
+    derived = RetrievedEntrySerializer(many=True)
+
+
+class MemoryContextSerializer(serializers.Serializer):
+    receiptId = serializers.UUIDField()
+    mode = serializers.CharField()
+    asOf = serializers.DateTimeField(allow_null=True)
+    asOfAxis = serializers.CharField()
+    sections = MemoryContextSectionsSerializer()
+    compilation = serializers.JSONField()
+    diagnostics = serializers.JSONField(required=False)
+
+
+_Receipt = inline_serializer("Receipt", {
+    "id": serializers.UUIDField(), "createdAt": serializers.DateTimeField(), "requestHash": serializers.CharField(),
+    "mode": serializers.CharField(), "raw": serializers.BooleanField(),
+    "tokenBudget": serializers.IntegerField(allow_null=True), "totalTokens": serializers.IntegerField(),
+    "sections": serializers.JSONField(), "items": serializers.JSONField()})
+_BudgetError = inline_serializer("ContextBudgetTooSmall", {
+    "error": serializers.CharField(), "detail": serializers.CharField(), "path": serializers.CharField(required=False),
+    "requestedTokens": serializers.IntegerField(required=False),
+    "requiredTokens": serializers.IntegerField(required=False)})
+
+
+class RetrieveView(APIView):
+    @extend_schema(
+        summary="Recall a token-budgeted MemoryContext", request=RetrieveRequestSerializer,
+        responses={200: MemoryContextSerializer, 400: ErrorSerializer, 401: ErrorSerializer, 409: ErrorSerializer,
+                   422: _BudgetError, 503: ErrorSerializer},
+        examples=[OpenApiExample("Recall for one customer", request_only=True, value={
+            "query": "What did Maria say about the Q3 budget?", "entity": "contact.maria", "tokenBudget": 2000,
+            "explain": True})])
+    def post(self, request):
+        return Response(retrieve(workspace=request.auth, request=request.data))
+
+
+class ReceiptView(APIView):
+    @extend_schema(
+        summary="What one retrieval delivered",
+        parameters=[OpenApiParameter("id", OpenApiTypes.UUID, OpenApiParameter.PATH,
+                                     description="Receipt id; a malformed one is 422 invalid_id.")],
+        responses={200: _Receipt, 401: ErrorSerializer, 404: ErrorSerializer, 422: ErrorSerializer})
+    def get(self, request, id: str):
+        parse_query(request.query_params, allowed=())
+        return Response(receipt_get(workspace=request.auth, receipt_id=parse_uuid(id, "id", code="invalid_id")))

@@ -1,0 +1,120 @@
+"""Effective retrieval settings of a workspace: stored overrides over documented defaults.
+
+``Workspace.settings`` holds overrides by dotted name, exactly as the spec writes them
+(``{"retrieval.tokenBudget": 2000, "retrieval.weights": {"recency": 0.3}}``). Object-valued
+settings (``retrieval.weights``, ``retrieval.floor``) merge key by key over their defaults.
+Every value is type- and range-checked when read; a bad stored value, or an unknown
+``retrieval.*`` name, fails the call with ``409 workspace_setting`` naming the setting, never
+a silent fallback. Names outside ``retrieval.`` belong to other apps and are ignored here.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from memseek_site.errors import ApiError
+
+FACTORS = ("fusion", "recency", "frequency", "importance", "confidence")
+MIN_BUDGET = 256
+MAX_BUDGET = 32_000
+DEFAULTS: dict[str, object] = {
+    "retrieval.tokenBudget": 4000,
+    "retrieval.minVectorSimilarity": 0.25,
+    "retrieval.hideSuperseded": True,
+    "retrieval.valueAware.enabled": False,
+    "retrieval.valueAware.weight": 0.2,
+    "retrieval.weights": {"fusion": 0.55, "recency": 0.15, "frequency": 0.1, "importance": 0.1, "confidence": 0.1},
+    "retrieval.floor": {"ratio": 0.35, "minimum": 0.0},
+    "retrieval.recencyHalfLifeHours": 168,
+    "retrieval.frequencyMidpoint": 5,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalSettings:
+    token_budget: int
+    min_vector_similarity: float
+    hide_superseded: bool
+    value_aware_enabled: bool
+    value_aware_weight: float
+    weights: MappingProxyType  # factor -> weight
+    floor_ratio: float
+    floor_minimum: float
+    recency_half_life_hours: float
+    frequency_midpoint: float
+
+
+def retrieval_settings(workspace) -> RetrievalSettings:
+    """The effective settings of ``workspace``; raises ``ApiError('workspace_setting')``."""
+    return settings_from(getattr(workspace, "settings", None) or {})
+
+
+def settings_from(stored) -> RetrievalSettings:
+    """Pure form of ``retrieval_settings`` over the stored overrides mapping."""
+    if not isinstance(stored, dict):
+        raise _bad("settings", "workspace settings must be an object of dotted names")
+    for name in stored:
+        if name.startswith("retrieval.") and name not in DEFAULTS:
+            raise _bad(name, f"unknown setting; known: {', '.join(sorted(DEFAULTS))}")
+    value = {name: stored.get(name, default) for name, default in DEFAULTS.items()}
+    weights = _object(value["retrieval.weights"], "retrieval.weights", DEFAULTS["retrieval.weights"])
+    for factor in FACTORS:
+        _number(weights[factor], f"retrieval.weights.{factor}", 0, None)
+    if sum(weights.values()) <= 0:
+        raise _bad("retrieval.weights", "at least one factor weight must be above 0")
+    floor = _object(value["retrieval.floor"], "retrieval.floor", DEFAULTS["retrieval.floor"])
+    return RetrievalSettings(
+        token_budget=_integer(value["retrieval.tokenBudget"], "retrieval.tokenBudget", MIN_BUDGET, MAX_BUDGET),
+        min_vector_similarity=_number(value["retrieval.minVectorSimilarity"], "retrieval.minVectorSimilarity", -1, 1),
+        hide_superseded=_boolean(value["retrieval.hideSuperseded"], "retrieval.hideSuperseded"),
+        value_aware_enabled=_boolean(value["retrieval.valueAware.enabled"], "retrieval.valueAware.enabled"),
+        value_aware_weight=_number(value["retrieval.valueAware.weight"], "retrieval.valueAware.weight", 0, 1),
+        weights=MappingProxyType({factor: float(weights[factor]) for factor in FACTORS}),
+        floor_ratio=_number(floor["ratio"], "retrieval.floor.ratio", 0, 1),
+        floor_minimum=_number(floor["minimum"], "retrieval.floor.minimum", 0, 1),
+        recency_half_life_hours=_positive(value["retrieval.recencyHalfLifeHours"], "retrieval.recencyHalfLifeHours"),
+        frequency_midpoint=_positive(value["retrieval.frequencyMidpoint"], "retrieval.frequencyMidpoint"),
+    )
+
+
+def _bad(name: str, message: str) -> ApiError:
+    return ApiError("workspace_setting", f"workspace setting {name}: {message}", setting=name)
+
+
+def _object(value, name: str, defaults: dict) -> dict:
+    if not isinstance(value, dict):
+        raise _bad(name, "must be an object")
+    for key in value:
+        if key not in defaults:
+            raise _bad(f"{name}.{key}", f"unknown key; allowed: {', '.join(defaults)}")
+    return {**defaults, **value}
+
+
+def _number(value, name: str, minimum: float | None, maximum: float | None) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise _bad(name, f"must be a finite number, got {value!r}")
+    if minimum is not None and value < minimum or maximum is not None and value > maximum:
+        raise _bad(name, f"must lie between {minimum} and {maximum}, got {value!r}")
+    return float(value)
+
+
+def _positive(value, name: str) -> float:
+    number = _number(value, name, 0, None)
+    if number <= 0:
+        raise _bad(name, "must be above 0")
+    return number
+
+
+def _integer(value, name: str, minimum: int, maximum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _bad(name, f"must be an integer, got {value!r}")
+    if not minimum <= value <= maximum:
+        raise _bad(name, f"must lie between {minimum} and {maximum}, got {value}")
+    return value
+
+
+def _boolean(value, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise _bad(name, f"must be true or false, got {value!r}")
+    return value
