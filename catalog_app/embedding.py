@@ -37,14 +37,21 @@ def embed_texts(config: EmbeddingConfig, texts: Sequence[str]) -> list[list[floa
     """
     limit = embedding_batch_size(config)
     prepared = [truncate_middle(text, config.max_text_chars) for text in texts]
-    vectors: list[list[float]] = []
-    for start in range(0, len(prepared), limit):
-        chunk = prepared[start:start + limit]
+    # Calls take texts of similar length together, so a model pads each call as little as
+    # possible; the vectors are put back in input order.
+    order = sorted(range(len(prepared)), key=lambda index: len(prepared[index]))
+    vectors: list[list[float] | None] = [None] * len(prepared)
+    for start in range(0, len(order), limit):
+        positions = order[start:start + limit]
+        chunk = [prepared[index] for index in positions]
         if config.provider.adapter == "sentence_transformers":
             raw = _local_embed(chunk)
         else:
             raw = _http_embed(config, chunk)
-        vectors.extend(_checked_unit(vector, config.dimensions) for vector in raw)
+        if len(raw) != len(chunk):
+            raise EmbeddingUnavailable(f"the provider returned {len(raw)} vectors for {len(chunk)} texts")
+        for index, vector in zip(positions, raw):
+            vectors[index] = _checked_unit(vector, config.dimensions)
     return vectors
 
 

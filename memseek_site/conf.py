@@ -31,7 +31,7 @@ DEFAULTS: dict[str, object] = {
     # Auth
     "API_KEY_CACHE_TTL_S": 60,
     # Enrichment
-    "ENRICH_BATCH": 32,
+    "ENRICH_BATCH": 100,
     "EMBEDDING_BATCH": 64,
     "PENDING_RECOVERY_AGE_S": 30,
     "SCORER_TEXT_CHARS": 12_000,

@@ -105,7 +105,8 @@ def test_http_provider_sends_the_bearer_key(server, monkeypatch):
 def test_texts_are_middle_truncated_to_max_text_chars(server):
     text = "head " * 40 + "tail"
     embed_texts(http_config(server.base_url, max_text_chars=60), [text, "short"])
-    sent_long, sent_short = server.requests[0].body["input"]
+    sent = server.requests[0].body["input"]
+    sent_long, sent_short = max(sent, key=len), min(sent, key=len)
     assert len(sent_long) == 60
     assert TRUNCATION_SENTINEL in sent_long
     assert sent_long.startswith("head") and sent_long.endswith("tail")
@@ -133,3 +134,12 @@ def test_unreachable_provider_is_unavailable():
         port = probe.getsockname()[1]
     with pytest.raises(EmbeddingUnavailable):
         embed_texts(http_config(f"http://127.0.0.1:{port}/v1"), ["x"])
+
+
+@pytest.mark.model
+def test_calls_group_texts_by_length_but_vectors_keep_input_order():
+    texts = ["a much longer sentence about quarterly budgets and approvals " * 3, "short", "medium length text here"]
+    together = embed_texts(LOCAL, texts)
+    one_by_one = [embed_texts(LOCAL, [text])[0] for text in texts]
+    for joint, single in zip(together, one_by_one):
+        assert cosine(joint, single) == pytest.approx(1.0, abs=1e-4)
