@@ -33,6 +33,11 @@ WHERE NOT (h.tombstone AND EXISTS (
     SELECT 1 FROM catalog_app_record p
     WHERE p.workspace_id = %(workspace)s AND p.id = ANY(h.derived_from) AND p.entity = h.entity
       AND p.collection = h.collection AND p.key = h.key AND p.status = 'draft'))
+  -- an approved draft stays its lane's head; the active value that cites it settles it
+  AND NOT EXISTS (
+    SELECT 1 FROM catalog_app_record a
+    WHERE a.workspace_id = %(workspace)s AND a.entity = h.entity AND a.collection = h.collection
+      AND a.key = h.key AND a.status = 'active' AND a.derived_from @> ARRAY[h.id])
 ORDER BY h.entity, h.collection, h.key
 LIMIT %(limit)s OFFSET %(offset)s
 """

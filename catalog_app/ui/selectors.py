@@ -133,22 +133,6 @@ def _chain(workspace: Workspace, record: Record) -> tuple[list[Record], bool, bo
     return newer[:CHAIN_SIDE][::-1] + older[: CHAIN_SIDE + 1], len(newer) > CHAIN_SIDE, len(older) > CHAIN_SIDE + 1
 
 
-def approved_drafts(*, workspace: Workspace, slots: list[dict]) -> set[str]:
-    """Ids of the drafts among ``slots`` (``draft_slots`` slot dicts) that an active record of
-    their own slot cites, i.e. drafts already approved. One query (GIN on ``derived_from``).
-
-    ``draft_slots`` keeps an approved draft as its slot's pending draft (the draft lane's head
-    is unchanged by an approval), so the review screen drops these itself.
-    """
-    drafts = {uuid.UUID(slot["draft"]["id"]): (slot["entity"], slot["collection"], slot["key"]) for slot in slots}
-    if not drafts:
-        return set()
-    citing = (Record.objects.filter(workspace=workspace, status="active", derived_from__overlap=list(drafts))
-              .values_list("entity", "collection", "key", "derived_from"))
-    return {str(parent) for entity, collection, key, parents in citing for parent in parents
-            if drafts.get(parent) == (entity, collection, key)}
-
-
 def definitions_for_console(*, workspace: Workspace):
     """The workspace's collection and view versions, by family, name, newest version first (a
     queryset for a paginator; the YAML source is not read)."""

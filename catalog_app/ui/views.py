@@ -32,7 +32,7 @@ from ..selectors import SYSTEM_COLLECTION
 from ..selectors_review import draft_slots
 from ..services.review import draft_approve, draft_reject
 from .forms import RecordFilterForm
-from .selectors import approved_drafts, definition_summary, definitions_for_console, record_detail, record_page
+from .selectors import definition_summary, definitions_for_console, record_detail, record_page
 
 WORKSPACES_PER_PAGE = 25
 DEFINITIONS_PER_PAGE = 25
@@ -67,13 +67,8 @@ def drafts(request, workspace: str):
     entity = request.GET.get("entity", "").strip() or None
     page = _positive_int(request.GET.get("page"))
     slots = draft_slots(workspace=ws, entity=entity, page=page, per_page=DRAFT_SLOTS_PER_PAGE)
-    approved = approved_drafts(workspace=ws, slots=[slot for group in slots["entities"] for slot in group["slots"]])
-    groups = []
     for group in slots["entities"]:
-        pending = [_present_slot(slot) for slot in group["slots"] if slot["draft"]["id"] not in approved]
-        if pending:
-            groups.append({"entity": group["entity"], "slots": pending})
-    slots["entities"] = groups
+        group["slots"] = [_present_slot(slot) for slot in group["slots"]]
     return render(request, "console/drafts.html", {"workspace": ws, "entity": entity or "", "slots": slots,
                                                    "here": request.get_full_path(), "tab": "drafts"})
 

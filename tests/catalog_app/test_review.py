@@ -369,3 +369,15 @@ def test_diff_helpers():
         {"key": "gone", "change": "removed", "active": 2, "draft": None},
         {"key": "new", "change": "added", "active": None, "draft": 3},
     ]
+
+
+def test_an_approved_draft_leaves_the_pending_list_and_a_later_draft_joins_it(catalog):
+    active(catalog)
+    proposal = draft(catalog)
+    listed = [slot["draft"]["id"] for group in draft_slots(workspace=catalog)["entities"] for slot in group["slots"]]
+    assert listed == [str(proposal.id)]
+    draft_approve(workspace=catalog, draft_id=proposal.id, actor="alice")
+    assert draft_slots(workspace=catalog)["entities"] == []
+    newer = draft(catalog, text="Maria is the COO.")
+    listed = [slot["draft"]["id"] for group in draft_slots(workspace=catalog)["entities"] for slot in group["slots"]]
+    assert listed == [str(newer.id)]
