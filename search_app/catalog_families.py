@@ -3,6 +3,7 @@
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from types import MappingProxyType
 
@@ -11,12 +12,11 @@ from catalog_app.catalog.errors import CatalogError
 from catalog_app.catalog.registry import Catalog, Family, Validated, register_family
 
 from .engine.profiles import SearchProfile
-from .engine.rank_expression import RankError, parse_rank, rank_to_json, validate_rank
+from .engine.rank_expression import SHIPPED_DEFAULT_VARIANTS, RankError, parse_rank, rank_to_json, validate_rank
 from .engine.resolve import declared_score_names
 
 BACKENDS = ("pg", "turbopuffer")
 RANK_MODES = ("hybrid", "vector", "text", "recent")
-_DECAY_24 = ["decay", ["age_hours", "last_accessed"], {"midpoint": 24, "exponent": 1}]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,15 +55,7 @@ def _build_profile(body: dict) -> SearchProfile:
 def default_rank_body() -> dict:
     """The deployment default: normalised relevance plus a 24-hour decay on last_accessed
     (``recent``: the decay on occurred_at alone)."""
-    def relevance(signal):
-        return ["sum", [["product", 1.0, ["normalize", signal]], ["product", 1.0, _DECAY_24]]]
-
-    return {"candidates": 200, "variants": {
-        "hybrid": relevance(["max", [["similarity"], ["text_match"]]]),
-        "vector": relevance(["similarity"]),
-        "text": relevance(["text_match"]),
-        "recent": ["decay", ["age_hours", "occurred_at"], {"midpoint": 24, "exponent": 1}],
-    }}
+    return {"candidates": 200, "variants": copy.deepcopy(dict(SHIPPED_DEFAULT_VARIANTS))}
 
 
 def _validate_rank_defaults(raw, path: str, catalog: Catalog) -> Validated:

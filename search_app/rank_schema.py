@@ -4,7 +4,8 @@ from __future__ import annotations
 from catalog_app.catalog.runtime import catalog_for_workspace
 
 from .engine.profiles import BACKEND_CAPABILITIES, all_profiles
-from .engine.rank_expression import RANK_GRAMMAR, rank_to_json
+from .engine.rank_expression import rank_to_json
+from .engine.rank_grammar import RANK_GRAMMAR
 
 RESULT_SCORES = {"rank_field": "rank_score", "score_field": "score", "native_score_field": "rank_score",
                  "score_range": [0.0, 1.0], "score_semantics": "query_relative", "normalization": "min_max",

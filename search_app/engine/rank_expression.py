@@ -1,4 +1,4 @@
-"""Rank expressions: the AST, its strict parser, mode checks, JSON form, grammar and evaluation.
+"""Rank expressions: the AST, its strict parser, mode checks and JSON form.
 
 A rank expression is a small tree written as nested lists, ``[operator, argument, ...]``
 (spec "The expression language"). This module keeps three invariants:
@@ -9,9 +9,7 @@ A rank expression is a small tree written as nested lists, ``[operator, argument
   offending item (``rank[1][0][2]``).
 * ``rank_to_json(parse_rank(x))`` is the canonical list form, and parsing it again gives an
   equal tree, so hashes of rank expressions do not depend on how they were written.
-* Evaluation runs over the whole candidate set at once (``normalize`` spans every candidate),
-  treats a missing signal as 0, and never returns a non-finite value: it raises
-  ``RankEvaluationError`` (code ``rank_evaluation``) instead.
+* Evaluation (``rank_evaluate``) runs over the whole candidate set at once.
 
 Depth counts nodes on the longest root-to-leaf path, the root being level 1; the list that
 holds the children of ``sum``/``max`` is syntax, not a level. The shipped hybrid default
@@ -22,9 +20,8 @@ Pure Python: no Django imports.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import ClassVar, Union
 
@@ -49,17 +46,6 @@ class RankError(Exception):
     """
 
     code = "request_schema"
-
-    def __init__(self, path: str, message: str):
-        super().__init__(f"{path}: {message}" if path else message)
-        self.path = path
-        self.message = message
-
-
-class RankEvaluationError(Exception):
-    """Evaluation produced a non-finite value; ``path`` names the node that produced it."""
-
-    code = "rank_evaluation"
 
     def __init__(self, path: str, message: str):
         super().__init__(f"{path}: {message}" if path else message)
@@ -404,150 +390,3 @@ def rank_to_json(node: RankNode) -> list:
     if isinstance(node, (Saturate, Decay)):
         return [node.op, rank_to_json(node.child), {"midpoint": node.midpoint, "exponent": node.exponent}]
     return [node.op]
-
-
-# --- evaluation -------------------------------------------------------------------------------
-
-@dataclass(frozen=True, slots=True)
-class Signals:
-    """What a rank expression can read off one candidate.
-
-    ``None`` means missing and evaluates to 0, as does NaN and a non-numeric stored score.
-    Timestamps must be timezone-aware.
-    """
-
-    similarity: float | None = None
-    text_match: float | None = None
-    bm25: float | None = None
-    scores: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
-    created_at: datetime | None = None
-    occurred_at: datetime | None = None
-    last_accessed: datetime | None = None
-
-
-def evaluate_rank(node: RankNode, candidates: Sequence[Signals], now: datetime, *, path: str = "rank") -> list[float]:
-    """Evaluate ``node`` for every candidate at once; returns one finite value per candidate, in order.
-
-    ``normalize`` spans the whole ``candidates`` sequence, so pass every ranked candidate, not a
-    page. ``now`` (timezone-aware) is the reference for ``age_hours``. Raises
-    ``RankEvaluationError`` if any node produces a non-finite value (path names the node) and
-    ``ValueError`` for a naive ``now`` or timestamp.
-    """
-    if now.utcoffset() is None:
-        raise ValueError("now must be a timezone-aware datetime")
-    candidates = tuple(candidates)
-    if not candidates:
-        return []
-    return _evaluate(node, candidates, now, path)
-
-
-def _evaluate(node: RankNode, candidates: tuple[Signals, ...], now: datetime, path: str) -> list[float]:
-    if isinstance(node, (Sum, Max)):
-        columns = [_evaluate(child, candidates, now, child_path) for child, child_path in rank_children(node, path)]
-        combine = sum if isinstance(node, Sum) else max
-        values = [combine(row) for row in zip(*columns)]
-    elif isinstance(node, (Product, Normalize, Saturate, Decay)):
-        ((child, child_path),) = rank_children(node, path)
-        values = _shape(node, _evaluate(child, candidates, now, child_path))
-    else:
-        values = [_signal(node, candidate, now) for candidate in candidates]
-    for index, value in enumerate(values):
-        if not math.isfinite(value):
-            raise RankEvaluationError(path, f"{node.op} produced a non-finite value ({value}) for candidate {index}; "
-                                            "every value a rank expression produces must be finite")
-    return values
-
-
-def _shape(node: RankNode, values: list[float]) -> list[float]:
-    if isinstance(node, Product):
-        return [node.factor * value for value in values]
-    if isinstance(node, Normalize):
-        low, high = min(values), max(values)
-        if high == low:
-            return [0.0] * len(values)
-        span = high - low
-        return [(value - low) / span for value in values]
-    m, e = node.midpoint, node.exponent
-    if isinstance(node, Saturate):
-        # x^e / (x^e + m^e) written as 1 / (1 + (m/x)^e) so large x or e cannot overflow.
-        return [0.0 if value <= 0 else 1.0 / (1.0 + _power(m / value, e)) for value in values]
-    return [1.0 / (1.0 + _power(max(0.0, value) / m, e)) for value in values]
-
-
-def _power(base: float, exponent: float) -> float:
-    try:
-        return base ** exponent
-    except OverflowError:
-        return math.inf  # the shaper's limit (0 or 1) is then exact and finite
-
-
-def _signal(node: RankNode, candidate: Signals, now: datetime) -> float:
-    if isinstance(node, Const):
-        return node.value
-    if isinstance(node, Score):
-        return _number(candidate.scores.get(node.name))
-    if isinstance(node, AgeHours):
-        stamp = getattr(candidate, node.field)
-        if stamp is None:
-            return 0.0
-        if stamp.utcoffset() is None:
-            raise ValueError(f"{node.field} must be a timezone-aware datetime")
-        return max(0.0, (now - stamp).total_seconds() / 3600.0)
-    return _number(getattr(candidate, node.op))
-
-
-def _number(value) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        return 0.0
-    return float(value)
-
-
-# --- the grammar, for GET /rank/schema --------------------------------------------------------
-
-def _array(op: str, description: str, *arguments: dict, **extra) -> dict:
-    items = [{"const": op}, *arguments]
-    return {"type": "array", "description": description, "prefixItems": items,
-            "minItems": len(items), "maxItems": len(items), **extra}
-
-
-_NODE = {"$ref": "#/$defs/node"}
-_NODES = {"type": "array", "minItems": 1, "items": _NODE}
-_NUMBER = {"type": "number"}
-_OPTIONS = {"$ref": "#/$defs/shape_options"}
-
-RANK_GRAMMAR: dict = {
-    "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "title": "Memseek rank expression",
-    "description": "A tree of [operator, argument, ...] lists evaluated once per candidate; higher wins. "
-                   "Any missing signal is 0. Every value produced must be finite.",
-    "$ref": "#/$defs/node",
-    "x-limits": {"max_depth": MAX_DEPTH, "max_nodes": MAX_NODES,
-                 "depth_counting": "nodes on the longest root-to-leaf path, root = 1"},
-    "x-signal-modes": {op: list(modes) for op, modes in QUERY_SIGNAL_MODES.items()},
-    "x-post-fusion-boost": ["score", "age_hours", "const", "sum", "max", "product", "normalize", "saturate", "decay"],
-    "$defs": {
-        "node": {"oneOf": [{"$ref": f"#/$defs/{op}"} for op in OPERATORS]},
-        "shape_options": {
-            "type": "object", "additionalProperties": False, "required": list(SHAPE_OPTIONS),
-            "properties": {"midpoint": {"type": "number", "exclusiveMinimum": 0},
-                           "exponent": {"type": "number", "exclusiveMinimum": 0}},
-        },
-        "similarity": _array("similarity", "1 - cosine distance of query and record; vector and hybrid only.",
-                             **{"x-modes": ["vector", "hybrid"]}),
-        "text_match": _array("text_match", "PostgreSQL ts_rank_cd over English full-text search; text and hybrid only.",
-                             **{"x-modes": ["text", "hybrid"]}),
-        "bm25": _array("bm25", "Exact BM25 (bm25_v1, k1 1.2, b 0.75) of the query against the record; "
-                               "text and hybrid only.", **{"x-modes": ["text", "hybrid"]}),
-        "score": _array("score", "The stored scores[name]; the name must be a declared score.",
-                        {"type": "string", "minLength": 1}),
-        "age_hours": _array("age_hours", "Hours since the timestamp; a future timestamp counts as 0.",
-                            {"enum": list(AGE_FIELDS)}),
-        "const": _array("const", "A fixed finite number.", _NUMBER),
-        "sum": _array("sum", "Adds the children.", _NODES),
-        "max": _array("max", "The largest child.", _NODES),
-        "product": _array("product", "factor * child; a negative factor is a penalty.", _NUMBER, _NODE),
-        "normalize": _array("normalize", "(x - min) / (max - min) across the candidates; all equal gives 0.", _NODE),
-        "saturate": _array("saturate", "x^e / (x^e + m^e), input clamped at 0; 0.5 at x = m.", _NODE, _OPTIONS),
-        "decay": _array("decay", "1 / (1 + x^e / m^e), input clamped at 0; 0.5 at x = m.", _NODE, _OPTIONS),
-    },
-}

@@ -26,7 +26,8 @@ from memseek_site.errors import ApiError
 from . import pg_backend
 from .fusion import apply_boost, order_fused, rrf_fuse
 from .bm25 import bm25_stats
-from .rank_expression import RankEvaluationError, Signals, evaluate_rank, rank_signals
+from .rank_evaluate import RankEvaluationError, Signals, evaluate_rank
+from .rank_expression import rank_signals
 from .recheck import passes_filters, typed_value
 from .rerank import rerank, require_rerank_model
 from .resolve import ResolvedSource, resolve_search

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import copy
 
-from .rank_expression import RANK_GRAMMAR
+from .rank_grammar import RANK_GRAMMAR
 from .spec import INCLUDE_NAMES, MAX_LIST, MAX_PROJECTIONS, MODES, OPERATORS, PUBLIC_NAME, QUERY_MODES, \
     SYSTEM_COLLECTION
 

@@ -6,11 +6,11 @@ from datetime import datetime, timedelta, timezone
 import jsonschema
 import pytest
 
+from search_app.engine.rank_evaluate import RankEvaluationError, Signals, evaluate_rank
 from search_app.engine.rank_expression import (
-    MAX_NODES, RANK_GRAMMAR, SHIPPED_DEFAULT_VARIANTS, AgeHours, Bm25, Const, Decay, Max, Normalize, Product,
-    RankError, RankEvaluationError, Saturate, Score, Signals, Similarity, Sum, TextMatch, evaluate_rank, parse_rank,
-    rank_depth, rank_node_count, rank_signals, rank_to_json, validate_rank,
+    MAX_NODES, SHIPPED_DEFAULT_VARIANTS, AgeHours, Bm25, Const, Decay, Max, Normalize, Product, RankError, Saturate, Score, Similarity, Sum, TextMatch, parse_rank, rank_depth, rank_node_count, rank_signals, rank_to_json, validate_rank,
 )
+from search_app.engine.rank_grammar import RANK_GRAMMAR
 
 NOW = datetime(2026, 7, 1, 12, 0, tzinfo=timezone.utc)
 HYBRID_DEFAULT = ["sum", [["product", 1.0, ["normalize", ["max", [["similarity"], ["text_match"]]]]],

@@ -16,7 +16,7 @@ from catalog_app.catalog.hashing import definition_hash
 from catalog_app.models import Definition, Workspace
 from catalog_app.services.catalog_load import catalog_load
 from search_app.catalog_families import default_rank_body
-from search_app.engine.rank_expression import RANK_GRAMMAR
+from search_app.engine.rank_grammar import RANK_GRAMMAR
 from tests.conftest import EXAMPLE_CATALOG
 
 RANK_FILE = "conf/rank_default.yaml"

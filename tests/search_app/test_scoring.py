@@ -5,7 +5,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from search_app.engine.rank_expression import Signals, evaluate_rank, parse_rank
+from search_app.engine.rank_evaluate import Signals, evaluate_rank
+from search_app.engine.rank_expression import parse_rank
 from search_app.engine.scoring import (
     Descending, order_scored, order_structured, public_scores, score_bounds, scored_sort_key,
 )

@@ -8,7 +8,8 @@ from typing import NamedTuple
 import jsonschema
 import pytest
 
-from search_app.engine.rank_expression import RANK_GRAMMAR, SHIPPED_DEFAULT_VARIANTS
+from search_app.engine.rank_expression import SHIPPED_DEFAULT_VARIANTS
+from search_app.engine.rank_grammar import RANK_GRAMMAR
 from search_app.engine.spec import QueryTooLong, SpecError, parse_search_spec
 from search_app.engine.spec_schema import RANK_EXPRESSION_ID, SEARCH_SPEC_SCHEMA, search_spec_schema
 
