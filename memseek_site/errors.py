@@ -94,6 +94,8 @@ ERROR_STATUS: dict[str, int] = {
     "CONTEXT_BUDGET_TOO_SMALL": 422,  # spelled exactly as the spec names it
     "receipt_not_found": 404,
     "workspace_setting": 409,
+    # POST /receipts/{id}/feedback (dedupe_conflict above), POST /evaluate (view_not_found above)
+    "record_not_in_receipt": 422,
     # Dependencies
     "database_unavailable": 503,
     "embedding_unavailable": 503,

@@ -12,6 +12,8 @@ from rest_framework.views import APIView
 from catalog_app.api.schema import ErrorSerializer
 from memseek_site.parsing import parse_query, parse_uuid
 
+from .evaluation import evaluation_run
+from .feedback import receipt_feedback_create
 from .service import receipt_get, retrieve
 
 
@@ -112,3 +114,84 @@ class ReceiptView(APIView):
     def get(self, request, id: str):
         parse_query(request.query_params, allowed=())
         return Response(receipt_get(workspace=request.auth, receipt_id=parse_uuid(id, "id", code="invalid_id")))
+
+
+class FeedbackRequestSerializer(serializers.Serializer):
+    outcome = serializers.ChoiceField(["success", "failure", "partial", "irrelevant"])
+    score = serializers.FloatField(required=False, min_value=0, max_value=1,
+                                   help_text="Default: success 1, partial 0.5, failure 0, irrelevant 0.")
+    recordIds = serializers.ListField(child=serializers.UUIDField(), required=False, min_length=1, max_length=1000,
+                                      help_text="Delivered records of the receipt the outcome is about (default: "
+                                      "every delivered record); others are 422 record_not_in_receipt.")
+    comment = serializers.CharField(required=False, max_length=2000, allow_blank=True)
+    dedupeKey = serializers.CharField(required=False, max_length=200,
+                                      help_text="Per receipt: the same key and payload is idempotent; a different "
+                                      "payload is 409 dedupe_conflict.")
+
+
+class FeedbackSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    receiptId = serializers.UUIDField()
+    outcome = serializers.CharField()
+    score = serializers.FloatField()
+    recordIds = serializers.ListField(child=serializers.UUIDField())
+    comment = serializers.CharField(allow_blank=True)
+    dedupeKey = serializers.CharField(allow_null=True)
+    createdAt = serializers.DateTimeField()
+    deduplicated = serializers.BooleanField(help_text="True when dedupeKey matched stored feedback (HTTP 200).")
+
+
+class FeedbackView(APIView):
+    @extend_schema(
+        summary="Report the outcome of a retrieval; feeds value-aware selection",
+        parameters=[OpenApiParameter("id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="Receipt id.")],
+        request=FeedbackRequestSerializer,
+        responses={201: FeedbackSerializer, 200: FeedbackSerializer, 401: ErrorSerializer, 404: ErrorSerializer,
+                   409: ErrorSerializer, 422: ErrorSerializer},
+        examples=[OpenApiExample("The answer worked", request_only=True, value={
+            "outcome": "success", "dedupeKey": "run-42"})])
+    def post(self, request, id: str):
+        payload, created = receipt_feedback_create(workspace=request.auth,
+                                                   receipt_id=parse_uuid(id, "id", code="invalid_id"),
+                                                   body=request.data)
+        return Response(payload, status=201 if created else 200)
+
+
+class EvaluateQuerySerializer(serializers.Serializer):
+    id = serializers.CharField(required=False, max_length=200)
+    query = serializers.CharField()
+    relevant = serializers.DictField(child=serializers.IntegerField(min_value=0),
+                                     help_text="{record id: grade}; at least one grade >= 1.")
+    parameters = serializers.JSONField(required=False, help_text="View target only: view parameters.")
+
+
+class EvaluateRequestSerializer(serializers.Serializer):
+    queries = EvaluateQuerySerializer(many=True, help_text="1 to 100 queries. With the retrieve target each "
+                                      "may carry POST /retrieve fields (entity, collections, mode, ...) except raw, "
+                                      "topN and tokenBudget.")
+    k = serializers.IntegerField(required=False, min_value=1, max_value=100, default=10)
+    target = serializers.JSONField(required=False, help_text='"retrieve" (default) or {view, parameters?, '
+                                   'queryParameter?: "task"}.')
+
+
+_Evaluation = inline_serializer("Evaluation", {
+    "target": serializers.JSONField(), "k": serializers.IntegerField(),
+    "measures": serializers.JSONField(help_text="ir-measures names: {recall: R@k, ndcg: nDCG@k, rr: RR@k}"),
+    "overall": serializers.JSONField(help_text="{queries, recall, ndcg, mrr}: means over every query"),
+    "queries": serializers.JSONField(help_text="[{index, id, query, metrics: {recall, ndcg, rr}, ranking, "
+                                     "relevantRetrieved, relevantTotal, unknownRelevant}]")})
+
+
+class EvaluateView(APIView):
+    @extend_schema(
+        summary="Measure retrieval quality: recall@k, nDCG@k and MRR over graded queries (no side effects)",
+        request=EvaluateRequestSerializer,
+        responses={200: _Evaluation, 400: ErrorSerializer, 401: ErrorSerializer, 404: ErrorSerializer,
+                   409: ErrorSerializer, 422: ErrorSerializer, 503: ErrorSerializer},
+        examples=[OpenApiExample("Two graded queries", request_only=True, value={
+            "k": 10, "queries": [
+                {"id": "q3-budget", "query": "What is the Q3 budget?", "entity": "contact.maria",
+                 "relevant": {"0b6f3a52-7a6e-4f0e-9d43-2f7f1c3c9a10": 2}},
+                {"query": "renewal risk", "relevant": {"5d1c1a8e-2f4b-4a3e-8d2a-9e0f3b7c6d51": 1}}]})])
+    def post(self, request):
+        return Response(evaluation_run(workspace=request.auth, body=request.data))

@@ -6,12 +6,19 @@ section it appeared in and the tokens it cost, plus the SHA-256 of the canonical
 so a later reader (feedback, evaluation) can tell what the caller saw without re-running the
 retrieval. It holds record ids only (no copied content), and belongs to one workspace: another
 workspace's receipt id looks exactly like a missing one.
+
+Feedback (``POST /receipts/{id}/feedback``, ``retrieval_app.feedback``) is an outcome recorded
+against a receipt and some of its delivered records. ``Feedback`` rows are the source of truth;
+``RecordUtility`` is their per-record aggregate (count and sum of scores), maintained in the
+same transaction as each feedback row, so value-aware selection reads one indexed row per
+candidate instead of aggregating feedback at query time.
 """
 import uuid
 
 from django.db import models
+from django.db.models import Q
 
-from catalog_app.models import Workspace
+from catalog_app.models import Record, Workspace
 
 
 class Receipt(models.Model):
@@ -33,3 +40,38 @@ class Receipt(models.Model):
 
     def __str__(self):
         return f"receipt {self.id} ({self.total_tokens} tokens)"
+
+
+class Feedback(models.Model):
+    """One outcome reported for a receipt; immutable once written."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="receipt_feedback")
+    receipt = models.ForeignKey(Receipt, on_delete=models.CASCADE, related_name="feedback")
+    outcome = models.CharField(max_length=16)  # success | failure | partial | irrelevant
+    score = models.FloatField()  # in [0, 1]; defaults by outcome
+    record_ids = models.JSONField()  # [id, ...] of delivered records the outcome is about, as sent
+    comment = models.TextField(blank=True, default="")
+    dedupe_key = models.CharField(max_length=200, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["receipt", "dedupe_key"], condition=Q(dedupe_key__isnull=False),
+                                               name="feedback_receipt_dedupe_key")]
+        indexes = [models.Index(fields=["workspace", "-created_at"], name="feedback_workspace_recent")]
+
+    def __str__(self):
+        return f"feedback {self.id}: {self.outcome} ({self.score})"
+
+
+class RecordUtility(models.Model):
+    """Feedback aggregated per record: ``n`` outcomes whose scores sum to ``total``."""
+
+    record = models.OneToOneField(Record, primary_key=True, on_delete=models.CASCADE, related_name="utility")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="record_utilities")
+    n = models.PositiveIntegerField()
+    total = models.FloatField()
+    updated_at = models.DateTimeField()
+
+    def __str__(self):
+        return f"utility of {self.record_id}: {self.total}/{self.n}"

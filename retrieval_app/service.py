@@ -16,7 +16,8 @@ the MCP tool ``search_memory``). Stages:
    ``topN``;
 5. compile sections under the budget (policies whole, or ``422 CONTEXT_BUDGET_TOO_SMALL``;
    ``raw`` skips the budget), store the receipt, touch what was delivered (after the response's
-   scores are final; best effort), and answer.
+   scores are final; best effort), and answer. ``POST /evaluate`` runs the same stages with
+   ``side_effects=False``: no receipt, no touch.
 
 Ordering is deterministic whatever order concurrent legs finish in: each leg depends only on
 its inputs and every sort has a total tie-break.
@@ -40,6 +41,7 @@ from search_app.engine.rows import render_row_of, rendered_score_names
 from . import explain
 from .compile import SECTIONS, BudgetTooSmall, Item, compile_sections
 from .entries import entry, policy_fields, rendered_row, section_of
+from .feedback import record_utilities
 from .legs import (LEGS, LegHit, QueryVector, derivatives_leg, entity_leg, graph_leg, policy_drop_count,
                    run_parallel, text_leg, vector_leg)
 from .models import Receipt
@@ -60,14 +62,18 @@ def leg_cap(top_n: int) -> int:
 
 
 def learned_utility(*, workspace, record_ids: list[uuid.UUID]) -> dict[uuid.UUID, float]:
-    """Learned utility in [0, 1] per record, for value-aware selection. Receipt feedback is the
-    source of utility; until it records any, no record has one (each gets the neutral prior)."""
-    return {}
+    """Learned utility in [0, 1] per record, for value-aware selection, from receipt feedback
+    (``retrieval_app.feedback``). A record without feedback is absent (it gets the neutral prior)."""
+    return record_utilities(workspace=workspace, record_ids=record_ids)
 
 
-def retrieve(*, workspace, request: RetrieveRequest | dict) -> dict:
+def retrieve(*, workspace, request: RetrieveRequest | dict, side_effects: bool = True) -> dict:
     """Assemble a MemoryContext for ``workspace``. ``request`` is a parsed ``RetrieveRequest``
-    or a raw ``POST /retrieve`` body. Returns the response payload; raises ``ApiError``."""
+    or a raw ``POST /retrieve`` body. Returns the response payload; raises ``ApiError``.
+
+    ``side_effects=False`` (``POST /evaluate``): no receipt is stored and nothing is touched;
+    ``receiptId`` is null and the payload gains ``ranking``, the ranked ids (policies excluded)
+    in their final order after the ``topN`` cut."""
     started = time.perf_counter()
     latency: dict = {}
     if not isinstance(request, RetrieveRequest):
@@ -107,13 +113,17 @@ def retrieve(*, workspace, request: RetrieveRequest | dict) -> dict:
         compiled = _compile(request, scope, catalog, policy_records, final, rows, found, budget)
     drops["budget"] = sum(len(items) for items in compiled.dropped.values())
     sections = _sections(request, compiled, fused, ranked, ordered, found, judged, floor)
-    receipt = _store_receipt(workspace, request, compiled, budget)
-    if memseek_setting("TOUCH_ON_READ"):
-        from search_app.tasks import enqueue_touch
+    receipt_id = None
+    if side_effects:
+        receipt_id = str(_store_receipt(workspace, request, compiled, budget).id)
+        if memseek_setting("TOUCH_ON_READ"):
+            from search_app.tasks import enqueue_touch
 
-        enqueue_touch(item.id for name in SECTIONS for item in compiled.included[name])
-    payload = {"receiptId": str(receipt.id), "mode": request.mode, "asOf": _iso(request.as_of),
+            enqueue_touch(item.id for name in SECTIONS for item in compiled.included[name])
+    payload = {"receiptId": receipt_id, "mode": request.mode, "asOf": _iso(request.as_of),
                "asOfAxis": request.as_of_axis, "sections": sections, "compilation": compiled.report()}
+    if not side_effects:
+        payload["ranking"] = [str(scored.id) for scored in final]
     if request.explain:
         latency["total"] = _ms(started)
         payload["diagnostics"] = explain.diagnostics(

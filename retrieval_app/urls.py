@@ -1,8 +1,10 @@
 from django.urls import path
 
-from .api import ReceiptView, RetrieveView
+from .api import EvaluateView, FeedbackView, ReceiptView, RetrieveView
 
 urlpatterns = [
     path("retrieve", RetrieveView.as_view(), name="retrieve"),
     path("receipts/<str:id>", ReceiptView.as_view(), name="receipt-detail"),
+    path("receipts/<str:id>/feedback", FeedbackView.as_view(), name="receipt-feedback"),
+    path("evaluate", EvaluateView.as_view(), name="evaluate"),
 ]
