@@ -1,0 +1,579 @@
+"""Helpers of ``bench/search.py``: the bench database, the corpus built once per size, the query
+set, the gunicorn server under test, statistics and run metadata.
+
+Run metadata and the raw psycopg connection come from ``bench/ingest.py`` (imported, not
+copied). The gunicorn wrapper is this benchmark's own: it needs several workers, their pids
+(resident memory) and a new connection per request from many client threads, where
+``bench/ingest.py``'s ``Server`` runs one worker over one kept-alive connection.
+
+The corpus of one size lives in its own database (``memseek_bench_<size>`` on the configured
+PostgreSQL server, created and migrated on first use) in the workspace ``bench-search-<size>``,
+and is reused while it holds the expected rows. Building it takes a documented shortcut: the
+ingest service writes the records (``record_ingest_batch``, batches of 100) into collections
+without required processors, and the MiniLM vectors, computed once by the service's own
+``embed_texts`` and cached under ``bench/.cache/``, are then bulk-written to
+``catalog_app_recordembedding`` with COPY. ``bench/ingest.py`` measures the real ingest path.
+
+    python bench/search_setup.py --embed 10000 100000        # only fill the embedding cache
+    python bench/search_setup.py --embed 100000 --rows 50000:99153   # a helper sharing the fill
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memseek_site.settings")
+
+CACHE = ROOT / "bench" / ".cache"
+SEARCH_CATALOG = ROOT / "bench" / "catalogs" / "search"
+SEED = 7
+BATCH = 100
+GRAPH_NODES = 1000
+GRAPH_OUT_DEGREE = 3
+GRAPH_PREDICATES = ("depends_on", "calls", "imports")
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def progress(iterable=None, *, total=None, desc: str = "", unit: str = "it"):
+    """A tqdm progress bar on stderr (tqdm comes with sentence-transformers/transformers)."""
+    from tqdm import tqdm
+
+    return tqdm(iterable, total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True,
+                mininterval=1.0, leave=True)
+
+
+def django_setup() -> None:
+    import django
+    from django.apps import apps
+
+    if not apps.ready:
+        django.setup()
+
+
+# ---------------------------------------------------------------------------------------------
+# Statistics
+
+
+def percentile(values, q: float) -> float:
+    """Linear-interpolation percentile (numpy's default), ``q`` in 0..100."""
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    position = (len(ordered) - 1) * q / 100
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def latency_summary(seconds: list[float]) -> dict:
+    """p50/p95/p99/mean/min/max in milliseconds, and the sample count."""
+    ms = [s * 1000 for s in seconds]
+    return {"n": len(ms), "p50_ms": percentile(ms, 50), "p95_ms": percentile(ms, 95), "p99_ms": percentile(ms, 99),
+            "mean_ms": statistics.fmean(ms) if ms else float("nan"), "min_ms": min(ms) if ms else float("nan"),
+            "max_ms": max(ms) if ms else float("nan")}
+
+
+# ---------------------------------------------------------------------------------------------
+# Run metadata
+
+
+def environment() -> dict:
+    """``bench/ingest.py``'s run metadata (machine, versions, commit), plus what a search
+    benchmark also depends on: pgvector's version, the server's memory settings and the
+    search settings."""
+    from django.db import connection
+
+    from bench.ingest import environment as ingest_environment
+    from memseek_site.conf import memseek_setting
+
+    env = ingest_environment()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('shared_buffers'), current_setting('work_mem'), "
+                       "current_setting('effective_cache_size'), current_setting('jit'), "
+                       "current_setting('max_connections'), "
+                       "(SELECT extversion FROM pg_extension WHERE extname = 'vector')")
+        shared_buffers, work_mem, cache_size, jit, max_connections, pgvector = cursor.fetchone()
+    env["versions"]["pgvector"] = pgvector
+    env["postgres_settings"] = {"shared_buffers": shared_buffers, "work_mem": work_mem,
+                                "effective_cache_size": cache_size, "jit": jit, "max_connections": max_connections}
+    env["settings"] = {name: memseek_setting(name) for name in (
+        "SEARCH_MAX_CONCURRENCY", "SEARCH_RENDER_TOKENS", "MAX_GRAPH_DEPTH", "MAX_GRAPH_PATHS", "EMBEDDING_BATCH")}
+    return env
+
+
+def gunicorn_version() -> str | None:
+    from bench.ingest import _version
+
+    return _version("gunicorn")
+
+
+# ---------------------------------------------------------------------------------------------
+# The bench database
+
+
+def use_bench_database(name: str) -> dict:
+    """Point Django's ``default`` connection at database ``name`` on the configured server
+    (created if missing, then migrated). Works after ``django.setup()`` (for example under
+    ``manage.py bench``) because no query has to have run on the old database. Returns the new
+    settings dict."""
+    import psycopg
+    from django.conf import settings
+    from django.core.management import call_command
+    from django.db import connections
+
+    old = connections["default"]
+    old.close()
+    new = dict(old.settings_dict, NAME=name)
+    new["TEST"] = dict(new.get("TEST") or {}, NAME=f"test_{name}")
+    admin = psycopg.connect(**_psycopg_params(dict(new, NAME="postgres")), autocommit=True)
+    try:
+        if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            log(f"creating database {name}")
+            admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        admin.close()
+    settings.DATABASES["default"] = new
+    connections.settings["default"] = new
+    del connections["default"]
+    call_command("migrate", verbosity=0, interactive=False)
+    return new
+
+
+def database_url(settings_dict: dict) -> str:
+    """A ``DATABASE_URL`` for ``settings_dict`` (for the gunicorn subprocess)."""
+    from urllib.parse import quote
+
+    user = quote(settings_dict.get("USER") or "")
+    password = quote(settings_dict.get("PASSWORD") or "")
+    host, port = settings_dict.get("HOST") or "", settings_dict.get("PORT") or ""
+    auth = f"{user}:{password}@" if user or password else ""
+    if host.startswith("/"):
+        return f"postgresql://{auth}/{settings_dict['NAME']}?host={quote(host)}" + (f"&port={port}" if port else "")
+    return f"postgresql://{auth}{host}{':' + port if port else ''}/{settings_dict['NAME']}"
+
+
+def _psycopg_params(db: dict) -> dict:
+    params = {"dbname": db["NAME"], "user": db.get("USER") or None, "password": db.get("PASSWORD") or None,
+              "host": db.get("HOST") or None, "port": db.get("PORT") or None}
+    params.update({key: value for key, value in (db.get("OPTIONS") or {}).items() if isinstance(value, (str, int))})
+    return {key: value for key, value in params.items() if value is not None}
+
+
+def raw_connection():
+    """``bench/ingest.py``'s plain psycopg connection to the database Django's ``default``
+    points at, switched to autocommit and without psycopg's automatic prepared statements (the
+    service's Django connection prepares nothing either)."""
+    from bench.ingest import raw_connection as ingest_raw_connection
+
+    conn = ingest_raw_connection()
+    conn.autocommit = True
+    conn.prepare_threshold = None
+    return conn
+
+
+# ---------------------------------------------------------------------------------------------
+# Corpus: records, links, query texts
+
+
+def corpus_items(size: int, seed: int = SEED) -> list[dict]:
+    from bench.corpus import make_records
+
+    return make_records(size, seed)
+
+
+def graph_items(seed: int = SEED) -> list[dict]:
+    """A dependency-like graph: ``GRAPH_NODES`` services, each with ``GRAPH_OUT_DEGREE`` links
+    to distinct other services (event records of the ``deps`` collection)."""
+    rng = random.Random(f"graph-{seed}")
+    items = []
+    for node in range(GRAPH_NODES):
+        targets = rng.sample([n for n in range(GRAPH_NODES) if n != node], GRAPH_OUT_DEGREE)
+        for target in targets:
+            predicate = rng.choice(GRAPH_PREDICATES)
+            src, dst = graph_node(node), graph_node(target)
+            items.append({"entity": "system.services", "collection": "deps", "type": "link",
+                          "text": f"{src} {predicate.replace('_', ' ')} {dst}.",
+                          "content": {"src": src, "dst": dst, "rel": predicate}})
+    return items
+
+
+def graph_node(index: int) -> str:
+    return f"svc-{index:04d}"
+
+
+NATURAL_QUERIES = (
+    "who is worried about the renewal quote", "budget approved for the analytics dashboard",
+    "customer frustrated with support response time", "security questionnaire still waiting on legal",
+    "move the pricing review to Tuesday", "which accounts are comparing us with other vendors",
+    "rollout of the mobile app to more users", "outage affecting accounts after the last release",
+    "prefers to be contacted by email", "contract comes up for renewal in March",
+    "onboarding checklist for the Berlin office", "increase in latency tickets",
+    "procurement lead signs off on compliance", "send a revised proposal for the SSO integration",
+    "training workshop for the new team", "churn risk escalation", "payment terms for the enterprise plan",
+    "who works for Acme Logistics", "data export API rate limits", "warehouse sensors pilot deployment",
+)
+
+
+def query_texts(items: list[dict], n: int = 50, seed: int = SEED) -> list[dict]:
+    """``n`` query texts: 30 short keyword queries cut from corpus records (``make_queries``)
+    and 20 natural-language questions over the corpus vocabulary, each with the entity of a
+    corpus record (for entity-scoped views)."""
+    from bench.corpus import make_queries
+
+    lexical = make_queries(items, n - len(NATURAL_QUERIES), seed)
+    rng = random.Random(f"natural-{seed}")
+    natural = [{"q": q, "entity": items[rng.randrange(len(items))]["entity"], "source_index": None}
+               for q in NATURAL_QUERIES]
+    queries = []
+    for index in range(n):  # interleave the two kinds
+        pool = lexical if index % 5 < 3 and lexical else natural
+        queries.append(pool.pop(0) if pool else (lexical or natural).pop(0))
+    return queries
+
+
+# ---------------------------------------------------------------------------------------------
+# Embedding cache
+
+
+def default_embedding_config():
+    from catalog_app.catalog.models_conf import build, default_body
+
+    return build(default_body()).embedding
+
+
+def _texts_digest(texts: list[str], config) -> str:
+    digest = hashlib.sha256(f"{config.model}|{config.dimensions}|{config.max_text_chars}".encode())
+    for text in texts:
+        digest.update(hashlib.sha256(text.encode()).digest())
+    return digest.hexdigest()[:24]
+
+
+def cached_embeddings(texts: list[str], config, label: str, rows: tuple[int, int] | None = None):
+    """float32 matrix of ``embed_texts(config, texts)`` (the service's own embedding call),
+    cached in ``bench/.cache/`` by the texts and the model, computed in batches with a progress
+    bar on a miss. An interrupted fill resumes. ``rows=(lo, hi)`` fills only those rows, into
+    a side file that a later full call picks up (so a second process can share a long fill)."""
+    import numpy as np
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    digest = _texts_digest(texts, config)
+    path = CACHE / f"{config.space}-{label}-{digest}.npy"
+    if path.exists():
+        matrix = np.load(path)
+        if matrix.shape == (len(texts), config.dimensions):
+            return matrix, {"cache": str(path.relative_to(ROOT)), "hit": True, "seconds": 0.0}
+    lo, hi = rows or (0, len(texts))
+    partial = path.with_suffix(".partial.npy") if rows is None else path.with_suffix(f".rows{lo}-{hi}.npy")
+    matrix = np.zeros((len(texts), config.dimensions), dtype=np.float32)
+    sources = [partial] + (sorted(CACHE.glob(path.stem + ".rows*.npy")) if rows is None else [])
+    for source in sources:  # resume: rows already computed (never all-zero: unit vectors)
+        if source.exists():
+            saved = np.load(source)
+            if saved.shape == matrix.shape:
+                filled = np.any(saved != 0, axis=1)
+                matrix[filled] = saved[filled]
+    todo = [index for index in range(lo, hi) if not matrix[index].any()]
+    started = time.perf_counter()
+    threads = _fill(texts, config, label, matrix, todo, partial)
+    seconds = time.perf_counter() - started
+    if rows is not None:
+        np.save(partial, matrix)
+        return matrix, {"rows": [lo, hi], "seconds": seconds}
+    np.save(path, matrix)
+    for source in sources:
+        source.unlink(missing_ok=True)
+    return matrix, {"cache": str(path.relative_to(ROOT)), "hit": False, "seconds": seconds, "texts": len(texts),
+                    "computed": len(todo), "torch_threads": threads}
+
+
+def _fill(texts, config, label, matrix, todo: list[int], partial: Path) -> int:
+    import numpy as np
+    import torch
+
+    from catalog_app.embedding import embed_texts, embedding_batch_size
+
+    # On a busy machine torch's intra-op threads spin against other processes and waste most of
+    # their CPU; one thread is then several times faster per CPU second.
+    threads = torch.get_num_threads()
+    used = 1 if os.getloadavg()[0] > len(os.sched_getaffinity(0)) else threads
+    torch.set_num_threads(used)
+    step = embedding_batch_size(config) * 8
+    bar = progress(total=len(todo), desc=f"embedding {label} ({config.space}, {used} torch thread(s))", unit="text")
+    last_save = time.monotonic()
+    try:
+        for start in range(0, len(todo), step):
+            indexes = todo[start:start + step]
+            matrix[indexes] = np.asarray(embed_texts(config, [texts[i] for i in indexes]), dtype=np.float32)
+            bar.update(len(indexes))
+            if time.monotonic() - last_save > 60:
+                np.save(partial, matrix)
+                last_save = time.monotonic()
+    finally:
+        bar.close()
+        torch.set_num_threads(threads)
+    return used
+
+
+def distinct_texts(items: list[dict]) -> list[str]:
+    return list(dict.fromkeys(item["text"] for item in items))
+
+
+# ---------------------------------------------------------------------------------------------
+# Building (or reusing) the corpus of one size
+
+
+def workspace_name(size: int) -> str:
+    return f"bench-search-{size}"
+
+
+def _drop_database(name: str) -> None:
+    import psycopg
+    from django.db import connections
+
+    connections["default"].close()
+    admin = psycopg.connect(**_psycopg_params(dict(connections["default"].settings_dict, NAME="postgres")),
+                            autocommit=True)
+    try:
+        log(f"dropping database {name}")
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        admin.close()
+
+
+def corpus_state(workspace) -> dict:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT collection, count(*), count(*) FILTER (WHERE enriched_at IS NULL) "
+                       "FROM catalog_app_record WHERE workspace_id = %s GROUP BY collection", [workspace.pk])
+        by_collection = {row[0]: {"records": row[1], "unready": row[2]} for row in cursor.fetchall()}
+        cursor.execute("SELECT space, count(*) FROM catalog_app_recordembedding WHERE workspace_id = %s GROUP BY space",
+                       [workspace.pk])
+        embeddings = dict(cursor.fetchall())
+    return {"collections": by_collection, "embeddings": embeddings}
+
+
+def _complete(state: dict, size: int, space: str) -> bool:
+    main, deps = state["collections"].get("main", {}), state["collections"].get("deps", {})
+    return (main.get("records") == size and main.get("unready") == 0 and deps.get("records") == GRAPH_NODES *
+            GRAPH_OUT_DEGREE and deps.get("unready") == 0 and state["embeddings"].get(space) == size)
+
+
+def build_corpus(size: int, *, database: str, rebuild: bool = False, seed: int = SEED) -> dict:
+    """Switch to ``database`` and make sure it holds the corpus of ``size`` records (building it
+    if missing, incomplete or ``rebuild``). Returns ``{"workspace", "key", "build", "items"}``;
+    ``key`` is a fresh API key of the workspace."""
+    from django.db import connection
+
+    from bench.corpus import batches
+    from catalog_app.catalog.runtime import catalog_for_workspace
+    from catalog_app.models import Workspace
+    from catalog_app.services.catalog_load import catalog_load
+    from catalog_app.services.embedding_index import embedding_index_name, embedding_space_ensure_index
+    from catalog_app.services.record_ingest import record_ingest_batch
+    from catalog_app.services.workspaces import api_key_create, workspace_create
+
+    info_path = CACHE / f"build-{database}.json"
+    if rebuild:
+        _drop_database(database)
+    use_bench_database(database)
+    items = corpus_items(size, seed)
+    links = graph_items(seed)
+    name = workspace_name(size)
+    workspace = Workspace.objects.filter(name=name).first()
+    if workspace is not None:
+        space = catalog_for_workspace(workspace).value("models", "models").embedding.space
+        state = corpus_state(workspace)
+        if _complete(state, size, space):
+            build = json.loads(info_path.read_text()) if info_path.exists() else {}
+            build.update(reused=True, state=state)
+            log(f"reusing workspace {name} in database {database}: {state}")
+            return {"workspace": workspace, "key": api_key_create(workspace=workspace, label="bench-search"),
+                    "build": build, "items": items}
+        log(f"workspace {name} is incomplete ({state}); rebuilding the database")
+        _drop_database(database)
+        use_bench_database(database)
+
+    started = time.perf_counter()
+    build: dict = {"database": database, "workspace": name, "records": size, "links": len(links), "seed": seed,
+                   "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "reused": False}
+    workspace, key = workspace_create(name=name)
+    catalog_load(workspace=workspace, directory=SEARCH_CATALOG)
+    workspace.refresh_from_db()
+    config = catalog_for_workspace(workspace).value("models", "models").embedding
+    if config.provider.adapter != "sentence_transformers":
+        raise RuntimeError(f"the bench catalog must embed with the bundled model, not {config.provider.adapter}")
+    texts = distinct_texts(items)
+    matrix, build["embeddings"] = cached_embeddings(texts, config, f"records-{size}-seed{seed}")
+
+    phase = time.perf_counter()
+    bar = progress(total=len(items) + len(links), desc=f"ingest {size} records + {len(links)} links", unit="rec")
+    for batch in batches(items, BATCH) + batches(links, BATCH):
+        result = record_ingest_batch(workspace=workspace, items=batch)
+        if len(result.inserted) != len(batch):
+            raise RuntimeError(f"ingest inserted {len(result.inserted)} of {len(batch)} (duplicates: {result.duplicates})")
+        bar.update(len(batch))
+    bar.close()
+    build["ingest_seconds"] = time.perf_counter() - phase
+
+    # catalog_load created the space's HNSW index on the empty table; inserting 10^5 vectors
+    # into a live HNSW index is several times slower than building it afterwards (this is a
+    # dedicated database, so dropping and rebuilding it is safe).
+    phase = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP INDEX IF EXISTS {embedding_index_name(config.space)}")
+    row_of = {text: index for index, text in enumerate(texts)}
+    _copy_embeddings(workspace.pk, config.space, matrix, row_of)
+    build["copy_seconds"] = time.perf_counter() - phase
+
+    phase = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute("SET maintenance_work_mem = '1GB'")
+        embedding_space_ensure_index(config.space, config.dimensions)
+        cursor.execute("RESET maintenance_work_mem")
+    build["index_seconds"] = time.perf_counter() - phase
+    build["index"] = embedding_index_name(config.space)
+
+    phase = time.perf_counter()
+    with connection.cursor() as cursor:
+        for table in ("catalog_app_record", "catalog_app_recordembedding"):
+            cursor.execute(f"VACUUM (ANALYZE) {table}")
+    build["vacuum_analyze_seconds"] = time.perf_counter() - phase
+    build["build_seconds"] = time.perf_counter() - started
+    build["state"] = state = corpus_state(workspace)
+    if not _complete(state, size, config.space):
+        raise RuntimeError(f"the corpus is incomplete after building: {state}")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    info_path.write_text(json.dumps(build, indent=2) + "\n")
+    log(f"built {name} in {build['build_seconds']:.0f}s: {state}")
+    return {"workspace": workspace, "key": key, "build": build, "items": items}
+
+
+def _copy_embeddings(workspace_id: int, space: str, matrix, row_of: dict) -> None:
+    """COPY (binary) one vector per ``main`` record into ``catalog_app_recordembedding``."""
+    from django.utils import timezone
+    from pgvector.psycopg import register_vector
+
+    now = timezone.now()
+    with raw_connection() as conn:
+        register_vector(conn)
+        rows = conn.execute("SELECT id, text FROM catalog_app_record WHERE workspace_id = %s AND collection = 'main'",
+                            [workspace_id]).fetchall()
+        types = dict(conn.execute(
+            "SELECT attname, atttypid::int FROM pg_attribute "
+            "WHERE attrelid = 'catalog_app_recordembedding'::regclass AND attnum > 0 AND NOT attisdropped").fetchall())
+        columns = ("record_id", "workspace_id", "space", "embedding", "created_at")
+        bar = progress(total=len(rows), desc="COPY embeddings", unit="row")
+        with conn.transaction(), conn.cursor() as cursor:
+            with cursor.copy(f"COPY catalog_app_recordembedding ({', '.join(columns)}) FROM STDIN WITH (FORMAT BINARY)"
+                             ) as copy:
+                copy.set_types([types[column] for column in columns])
+                for index, (record_id, text) in enumerate(rows):
+                    copy.write_row((record_id, workspace_id, space, matrix[row_of[text]], now))
+                    if index % 5000 == 4999:
+                        bar.update(5000)
+        bar.update(len(rows) - bar.n)
+        bar.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# The server under test
+
+
+class Server:
+    """``gunicorn memseek_site.wsgi`` (sync workers) on a free port of 127.0.0.1."""
+
+    def __init__(self, *, workers: int, env: dict):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.log = tempfile.NamedTemporaryFile(prefix="memseek-bench-search-gunicorn-", suffix=".log", delete=False)
+        self.command = [sys.executable, "-m", "gunicorn", "memseek_site.wsgi", "--bind", f"127.0.0.1:{self.port}",
+                        "--workers", str(workers), "--worker-class", "sync", "--timeout", "300",
+                        "--backlog", "256", "--log-level", "warning"]
+        self.process = subprocess.Popen(self.command, cwd=ROOT, env={**os.environ, **env}, stdout=self.log,
+                                        stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 180
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"gunicorn exited with {self.process.returncode}:\n{self.log_tail()}")
+            try:
+                if self.request("GET", "/health")[0] == 200:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"gunicorn did not answer /health within 180 s:\n{self.log_tail()}")
+            time.sleep(0.2)
+
+    def log_tail(self, lines: int = 40) -> str:
+        return "\n".join(Path(self.log.name).read_text(errors="replace").splitlines()[-lines:])
+
+    def request(self, method: str, path: str, body: bytes | None = None, key: str | None = None,
+                timeout: float = 300) -> tuple[int, bytes]:
+        """One request on a new connection (gunicorn's sync workers close every connection)."""
+        import http.client
+
+        headers = {}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        if key is not None:
+            headers["Authorization"] = f"Bearer {key}"
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            conn.request(method, path, body=body, headers=headers)
+            response = conn.getresponse()
+            return response.status, response.read()
+        finally:
+            conn.close()
+
+    def worker_pids(self) -> list[int]:
+        import psutil
+
+        return [child.pid for child in psutil.Process(self.process.pid).children()]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+
+
+def main_embed(sizes: list[int], rows: tuple[int, int] | None = None) -> None:
+    django_setup()
+    config = default_embedding_config()
+    for size in sizes:
+        items = corpus_items(size)
+        texts = distinct_texts(items)
+        log(f"size {size}: {len(texts)} distinct texts")
+        _, info = cached_embeddings(texts, config, f"records-{size}-seed{SEED}", rows=rows)
+        log(f"  {info}")
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Fill the search benchmark's embedding cache")
+    parser.add_argument("--embed", type=int, nargs="+", required=True, metavar="SIZE")
+    parser.add_argument("--rows", help="LO:HI: fill only these rows (a helper process sharing a long fill)")
+    arguments = parser.parse_args()
+    main_embed(arguments.embed, tuple(int(x) for x in arguments.rows.split(":")) if arguments.rows else None)
