@@ -15,9 +15,12 @@ before any timer starts:
    workspace) written with plain psycopg as (a) one INSERT per row, one transaction per 100
    rows, and (b) one multi-row INSERT per 100 rows (the stricter baseline).
 2. Ingest-to-ready with embeddings: ``POST /records`` into the example catalog's ``main``
-   collection (required ``embedding_v1``), from the first POST until every record is ready.
-   Without ``CELERY_BROKER_URL`` enrichment runs eagerly inside the request after commit (the
-   default path); with a broker the script polls until workers have finished. Baseline:
+   collection (required ``embedding_v1``), from the first POST until every record is ready,
+   twice: ``ready`` with enrichment eager inside each request after commit (the default without
+   ``CELERY_BROKER_URL``), and ``ready_worker`` with the server and one Celery worker (started
+   here, concurrency 1) on the Redis broker ``--broker``, where a task also takes up to
+   ``ENRICH_POOL`` other pending records along; the script polls until every record is ready.
+   Baseline:
    ``SentenceTransformer.encode`` with the same bundled model (``local_model()``) on the same
    texts, batch size 64, timed before and after the ingest; the faster run is the baseline.
    Both the server's and this process's model are warmed first.
@@ -67,6 +70,8 @@ BATCH = 100
 ENCODE_BATCH = 64
 API_TARGET = 0.50
 READY_TARGET = 0.80
+READY_MEASURES = ("ready", "ready_worker")
+DEFAULT_BROKER = "redis://127.0.0.1:6379/13"
 NO_PROCESSORS_CATALOG = ROOT / "bench" / "catalogs" / "no_processors"
 EXAMPLE_CATALOG = ROOT / "fixtures" / "catalogs" / "example"
 TABLE = "catalog_app_record"
@@ -157,9 +162,8 @@ def environment() -> dict:
             "modified_tracked_files": dirty,
         },
         "database": "DATABASE_URL" if os.environ.get("DATABASE_URL", "").strip() else "embedded PostgreSQL (var/pgdata)",
-        "enrichment": ("eager, in-process after commit" if getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False)
-                       else "Celery workers via the broker"),
-        "settings": {name: memseek_setting(name) for name in ("MAX_BATCH", "ENRICH_BATCH", "EMBEDDING_BATCH")},
+        "settings": {name: memseek_setting(name)
+                     for name in ("MAX_BATCH", "ENRICH_BATCH", "ENRICH_POOL", "EMBEDDING_BATCH")},
     }
 
 
@@ -170,14 +174,14 @@ def environment() -> dict:
 class Server:
     """``gunicorn memseek_site.wsgi`` with one (sync) worker on a free local port."""
 
-    def __init__(self):
+    def __init__(self, env: dict | None = None):
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
         self.log = tempfile.NamedTemporaryFile(prefix="memseek-bench-gunicorn-", suffix=".log", delete=False)
         self.command = [sys.executable, "-m", "gunicorn", "memseek_site.wsgi", "--bind", f"127.0.0.1:{self.port}",
                         "--workers", "1", "--timeout", "900", "--log-level", "warning"]
-        env = dict(os.environ, DJANGO_SETTINGS_MODULE="memseek_site.settings")
+        env = dict(os.environ, DJANGO_SETTINGS_MODULE="memseek_site.settings", **(env or {}))
         self.process = subprocess.Popen(self.command, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=900)
         self.connections_opened = 0
@@ -236,6 +240,44 @@ class Server:
                 self.process.kill()
                 self.process.wait()
         self.log.close()
+
+
+class CeleryWorker:
+    """``celery -A memseek_site worker`` (one process) on ``broker``, started and awaited."""
+
+    def __init__(self, broker: str):
+        self.log = tempfile.NamedTemporaryFile(prefix="memseek-bench-celery-", suffix=".log", delete=False)
+        command = [sys.executable, "-m", "celery", "-A", "memseek_site", "worker", "--concurrency", "1",
+                   "--loglevel", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"]
+        env = dict(os.environ, DJANGO_SETTINGS_MODULE="memseek_site.settings", CELERY_BROKER_URL=broker)
+        self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 120
+        while " ready." not in Path(self.log.name).read_text(errors="replace"):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("the Celery worker did not start:\n" + Path(self.log.name).read_text()[-3000:])
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.log.close()
+
+
+def broker_problem(url: str) -> str | None:
+    """Why ``url`` cannot serve as the broker, or None when its Redis answers PING."""
+    import redis
+
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=2).ping()
+    except (redis.RedisError, ValueError) as error:
+        return f"no Redis at {url}: {error}"
+    return None
 
 
 # --------------------------------------------------------------------------------------------
@@ -411,54 +453,48 @@ def _encode_per_request(model, texts: list[str]) -> float:
     return sum(_encode(model, chunk) for chunk in batches(texts, BATCH))
 
 
-def padding_analysis(model, texts: list[str], enrich_batch: int, embedding_batch: int) -> dict:
+def padding_analysis(model, texts: list[str], enrich_batch: int, pool: int, embedding_batch: int) -> dict:
     """Tokens the model processes, padding included, for the same texts encoded
 
     - ``baseline``: all at once, batch 64, as the baseline does (``encode`` sorts the texts of
       one call by length, so each batch holds texts of similar length);
-    - ``per_request_sorted``: one request of 100 at a time, batch 64 (the best a server that
-      embeds each request on its own can do);
-    - ``service``: as the service does with these settings: each request's ids split into
-      enrichment tasks of ``ENRICH_BATCH`` (``enrich_batch``), each task's texts embedded in
-      calls of at most ``embedding_batch`` in arrival order, each call padded to its longest;
-    - ``service_enrich_batch_100``: the same with ``ENRICH_BATCH=100`` (one task per request).
+    - ``eager``: as eager enrichment does: each request's texts on their own (tasks of
+      ``ENRICH_BATCH``), sorted by length, in calls of at most ``EMBEDDING_BATCH``;
+    - ``worker_pool``: the best a worker taking ``ENRICH_POOL`` pending records along can do:
+      groups of ``ENRICH_BATCH + ENRICH_POOL`` consecutive texts, sorted, in calls of at most
+      ``EMBEDDING_BATCH`` (how full each pool is depends on timing).
 
     Deterministic, so it separates what the batching structure costs from machine noise; the
     ``compute_ratio_vs_baseline`` of a scheme is about the best ratio it allows."""
     limit = model.max_seq_length
     lengths = [len(ids) for ids in model.tokenizer(texts, truncation=True, max_length=limit)["input_ids"]]
 
-    def padded(calls: list[list[int]], batch: int) -> int:
+    def padded(groups: list[list[int]], batch: int) -> int:
         total = 0
-        for call in calls:  # one encode() call: sorted by text length, longest first
-            order = sorted(call, key=lambda i: -len(texts[i]))
+        for group in groups:  # one embedding pass: sorted by text length
+            order = sorted(group, key=lambda i: len(texts[i]))
             for start in range(0, len(order), batch):
                 chunk = order[start:start + batch]
                 total += len(chunk) * max(lengths[i] for i in chunk)
         return total
 
-    def service_calls(task_size: int) -> list[list[int]]:
-        return [call for request in requests for task in batches(request, task_size)
-                for call in batches(task, embedding_batch)]
-
     everything = list(range(len(texts)))
-    requests = batches(everything, BATCH)
     schemes = {"baseline": padded([everything], ENCODE_BATCH),
-               "per_request_sorted": padded(requests, ENCODE_BATCH),
-               "service": padded(service_calls(enrich_batch), embedding_batch),
-               "service_enrich_batch_100": padded(service_calls(100), embedding_batch)}
-    return {"real_tokens": sum(lengths), "max_seq_length": limit, "enrich_batch": enrich_batch,
+               "eager": padded([task for request in batches(everything, BATCH)
+                                for task in batches(request, enrich_batch)], embedding_batch),
+               "worker_pool": padded(batches(everything, enrich_batch + pool), embedding_batch)}
+    return {"real_tokens": sum(lengths), "max_seq_length": limit, "enrich_batch": enrich_batch, "pool": pool,
             "embedding_batch": embedding_batch, "padded_tokens": schemes,
             "compute_ratio_vs_baseline": {name: round(schemes["baseline"] / tokens, 3)
                                           for name, tokens in schemes.items()}}
 
 
-def measure_ready(server: Server, copier: RowCopier, workspaces: dict, n: int, seed: int) -> dict:
+def measure_ready(server: Server, copier: RowCopier, workspace: dict, n: int, seed: int, enrichment: str) -> dict:
     from catalog_app.embedding import embedding_batch_size, local_model
     from catalog_app.catalog.runtime import catalog_for_workspace
 
-    key = workspaces["ready"]["key"]
-    workspace = workspaces["ready"]["workspace"]
+    key = workspace["key"]
+    workspace = workspace["workspace"]
     items = make_records(n, seed + 1, dedupe_prefix=f"{workspace.name}-ready")
     texts = [item["text"] for item in items]
     bodies = [(len(batch), json.dumps({"records": batch}).encode()) for batch in batches(items, BATCH)]
@@ -503,12 +539,13 @@ def measure_ready(server: Server, copier: RowCopier, workspaces: dict, n: int, s
     copier.conn.commit()
     if ok[0] != n or ok[1] != n:
         raise RuntimeError(f"only {ok[0]} records have an ok embedding_v1 and {ok[1]} have a vector, of {n}")
-    return {"records": n, "ready_seconds": ready_seconds, "all_posted_seconds": posted,
+    return {"enrichment": enrichment, "records": n, "ready_seconds": ready_seconds, "all_posted_seconds": posted,
             "encode_seconds_runs": encode_all, "encode_seconds": min(encode_all),
             "encode_per_request_seconds_runs": encode_requests, "encode_per_request_seconds": min(encode_requests),
             "request_latency": _latency(latencies), "embeddings_ok": ok[0], "server_warmup_seconds": warm_seconds,
             "load_average": load,
-            "padding": padding_analysis(model, texts, memseek_setting("ENRICH_BATCH"), embedding_batch_size(embedding))}
+            "padding": padding_analysis(model, texts, memseek_setting("ENRICH_BATCH"), memseek_setting("ENRICH_POOL"),
+                                        embedding_batch_size(embedding))}
 
 
 def _wait_ready(copier: RowCopier, ids: list[str], timeout: float) -> None:
@@ -542,12 +579,11 @@ def rows_for(results: dict) -> list[dict]:
                          "records": api["records"], "seconds": api["api_seconds"], "records_per_s": api_rps,
                          "baseline": label, "baseline_seconds": api[seconds_key], "baseline_records_per_s": baseline_rps,
                          "ratio": ratio, "target": target, "met": None if target is None else ratio >= target})
-    ready = results.get("ready")
-    if ready:
+    for ready in (results.get(name) for name in READY_MEASURES):
+        if not ready:
+            continue
         ready_rps = ready["records"] / ready["ready_seconds"]
-        measure = ("Ingest-to-ready with embeddings (embedding_v1, eager enrichment)"
-                   if "eager" in results["environment"]["enrichment"] else
-                   "Ingest-to-ready with embeddings (embedding_v1, Celery workers)")
+        measure = f"Ingest-to-ready with embeddings (embedding_v1, {ready['enrichment']})"
         for label, seconds_key, target in (
                 (f"SentenceTransformer.encode, same model and texts, batch {ENCODE_BATCH}", "encode_seconds",
                  READY_TARGET),
@@ -587,25 +623,31 @@ def markdown_report(results: dict) -> str:
         f"sentence-transformers {versions['sentence_transformers']}.",
         f"- Commit {git['commit']} ({git['branch']})" + (
             f", working tree dirty ({len(git['modified_tracked_files'])} modified tracked files)." if git["dirty"] else "."),
-        f"- Database: {env['database']}; enrichment: {env['enrichment']}; settings {env['settings']}.",
+        f"- Database: {env['database']}; settings {env['settings']}.",
     ]
-    api, ready = results.get("api"), results.get("ready")
+    api = results.get("api")
     if api:
         lines.append(f"- API batch latency: {api['api_latency']}; per-row baseline {api['per_row_latency']}; "
                      f"multi-row baseline {api['multi_row_latency']}; {api['ready_at_insert']:,} of "
                      f"{api['rows_per_workspace']:,} rows ready at insert; load average {api['load_average']}.")
-    if ready:
-        padding = ready["padding"]
-        lines.append(f"- Ingest-to-ready: all POSTs answered after {ready['all_posted_seconds']:.2f}s, all ready after "
+    for ready in (results.get(name) for name in READY_MEASURES):
+        if not ready:
+            continue
+        lines.append(f"- Ingest-to-ready ({ready['enrichment']}): all POSTs answered after {ready['all_posted_seconds']:.2f}s, all ready after "
                      f"{ready['ready_seconds']:.2f}s; request latency {ready['request_latency']}; encode runs before/"
                      f"after {[round(s, 2) for s in ready['encode_seconds_runs']]} s all at once, "
                      f"{[round(s, 2) for s in ready['encode_per_request_seconds_runs']]} s per request (the faster "
                      f"of each is the baseline); load average {ready['load_average']}.")
+    if results.get("ready") or results.get("ready_worker"):
+        padding = (results.get("ready") or results["ready_worker"])["padding"]
         lines.append(f"- Padding (tokens the model runs, {padding['real_tokens']:,} real): "
                      + "; ".join(f"{name} {tokens:,} (baseline/this {padding['compute_ratio_vs_baseline'][name]})"
                                  for name, tokens in padding["padded_tokens"].items())
-                     + f" — service = requests of {BATCH}, tasks of ENRICH_BATCH={padding['enrich_batch']}, "
-                       f"embedding calls of ≤{padding['embedding_batch']} in arrival order.")
+                     + f" — eager = each request's texts alone (tasks of ENRICH_BATCH={padding['enrich_batch']}); "
+                       f"worker_pool = groups of ENRICH_BATCH + ENRICH_POOL={padding['pool']}; sorted by length, "
+                       f"calls of ≤{padding['embedding_batch']}.")
+    if results.get("ready_worker_skipped"):
+        lines.append(f"- Ingest-to-ready with a Celery worker not measured: {results['ready_worker_skipped']}.")
     lines += ["", "Corpus: `bench/corpus.py` " + json.dumps(results["corpus"]) + "."]
     return "\n".join(lines) + "\n"
 
@@ -630,11 +672,14 @@ def main(argv=None) -> int:
                         help="records for the ingest-to-ready measure (default 2000)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results", help="results directory")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--measures", default="api,ready", help="comma list of: api, ready (default both)")
+    parser.add_argument("--measures", default="api,ready,ready_worker",
+                        help="comma list of: api, ready, ready_worker (default all three)")
+    parser.add_argument("--broker", default=DEFAULT_BROKER,
+                        help=f"Redis broker for ready_worker (default {DEFAULT_BROKER})")
     args = parser.parse_args(argv)
     measures = {m.strip() for m in args.measures.split(",") if m.strip()}
-    if not measures <= {"api", "ready"} or not measures:
-        parser.error("--measures takes api and/or ready")
+    if not measures <= {"api", *READY_MEASURES} or not measures:
+        parser.error("--measures takes api, ready and/or ready_worker")
     if args.records < 1 or args.ready_records < 1:
         parser.error("--records and --ready-records must be positive")
 
@@ -645,13 +690,13 @@ def main(argv=None) -> int:
                               "encode_batch": ENCODE_BATCH, "seed": args.seed, "measures": sorted(measures)}}
     stamp = started_at.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:4]
     created: list[Workspace] = []
-    server = None
+    server = worker = None
     copier_conn = raw_connection()
     try:
         workspaces = {}
         for name, catalog in (("api", NO_PROCESSORS_CATALOG), ("raw_rows", None), ("raw_multi", None),
-                              ("ready", EXAMPLE_CATALOG)):
-            if name == "ready" and "ready" not in measures or name != "ready" and "api" not in measures:
+                              ("ready", EXAMPLE_CATALOG), ("ready_worker", EXAMPLE_CATALOG)):
+            if name not in measures and (name in READY_MEASURES or "api" not in measures):
                 continue
             workspace, key = workspace_create(name=f"bench-{stamp}-{name.replace('_', '-')}")
             created.append(workspace)
@@ -667,14 +712,29 @@ def main(argv=None) -> int:
         if "api" in measures:
             results["api"] = measure_api(server, copier, workspaces, args.records, args.seed)
         if "ready" in measures:
-            results["ready"] = measure_ready(server, copier, workspaces, args.ready_records, args.seed)
+            results["ready"] = measure_ready(server, copier, workspaces["ready"], args.ready_records, args.seed,
+                                             "eager enrichment inside each request")
         results["http"] = {"requests": server.requests, "connections_opened": server.connections_opened,
                            "keep_alive": server.connections_opened < server.requests}
         results["server"] += (", keep-alive" if results["http"]["keep_alive"] else
                               ", a new connection per request (the sync worker closes each one)")
+        if "ready_worker" in measures:
+            problem = broker_problem(args.broker)
+            if problem:
+                results["ready_worker_skipped"] = problem
+                log(f"ready_worker not measured: {problem}")
+            else:
+                server.stop()
+                worker = CeleryWorker(args.broker)
+                server = Server({"CELERY_BROKER_URL": args.broker})
+                results["ready_worker"] = measure_ready(
+                    server, copier, workspaces["ready_worker"], args.ready_records, args.seed,
+                    f"1 Celery worker, ENRICH_POOL={memseek_setting('ENRICH_POOL')}")
     finally:
         if server is not None:
             server.stop()
+        if worker is not None:
+            worker.stop()
         if created:
             log(f"deleting workspaces {', '.join(w.name for w in created)}")
             copier_conn.rollback()

@@ -27,8 +27,12 @@ _TRANSIENT = (EnrichmentDeferred, OperationalError, InterfaceError)
              autoretry_for=_TRANSIENT, max_retries=5, retry_backoff=5, retry_backoff_max=300, retry_jitter=True)
 def enrich_records(self, record_ids: list[str]) -> dict:
     """Enrich the records ``record_ids`` (``records_enrich``). On the last allowed attempt
-    transient provider failures write defaults instead of retrying, so no record stays unready."""
-    outcome = records_enrich(record_ids=record_ids, final_attempt=self.request.retries >= self.max_retries)
+    transient provider failures write defaults instead of retrying, so no record stays unready.
+    A worker also takes up to ``ENRICH_POOL`` other pending records along (not when running
+    eagerly inside a request, which should only pay for its own records)."""
+    pool = 0 if self.request.is_eager else memseek_setting("ENRICH_POOL")
+    outcome = records_enrich(record_ids=record_ids, final_attempt=self.request.retries >= self.max_retries,
+                             pool=pool)
     return outcome.summary()
 
 

@@ -27,6 +27,7 @@ from datetime import timedelta
 
 import jsonschema
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
@@ -93,11 +94,14 @@ class _Plan:
     models: ModelsConfig
 
 
-def records_enrich(*, record_ids: Iterable, final_attempt: bool = True) -> EnrichmentOutcome:
+def records_enrich(*, record_ids: Iterable, final_attempt: bool = True, pool: int = 0) -> EnrichmentOutcome:
     """Run every missing processor of the records ``record_ids`` and mark the complete ones ready.
 
     Idempotent: processors that already wrote are skipped, so a second call writes nothing.
-    Records are handled in transactions of ``ENRICH_BATCH``. With ``final_attempt=False`` a
+    Records are handled in transactions of ``ENRICH_BATCH``. With ``pool`` > 0 the first
+    transaction also claims up to that many other pending records (``_pooled``), so the
+    embeddings of consecutive ingest batches are computed together in length-sorted calls; their
+    own tasks later find them done. With ``final_attempt=False`` a
     transient provider failure leaves that processor unwritten and, after every batch is
     committed, raises ``EnrichmentDeferred`` naming the records to retry; with
     ``final_attempt=True`` (the default) it writes the default or terminal marker instead.
@@ -107,7 +111,7 @@ def records_enrich(*, record_ids: Iterable, final_attempt: bool = True) -> Enric
     outcome = EnrichmentOutcome()
     size = memseek_setting("ENRICH_BATCH")
     for start in range(0, len(ids), size):
-        _enrich_batch(ids[start:start + size], final_attempt, outcome)
+        _enrich_batch(ids[start:start + size], final_attempt, outcome, pool if start == 0 else 0)
     if outcome.deferred and not final_attempt:
         raise EnrichmentDeferred(outcome)
     return outcome
@@ -135,12 +139,28 @@ def records_recover_pending(*, dispatch: Callable[[list[str]], object], older_th
         last_seq = rows[-1][0]
 
 
+def _claimable():
+    return Record.objects.select_for_update(skip_locked=True, of=("self",)).select_related("workspace")
+
+
+def _pooled(ids: list[str], pool: int) -> list[Record]:
+    """Up to ``pool`` other unready records, oldest first, that no one holds: only records
+    younger than ``PENDING_RECOVERY_AGE_S`` and without a recorded failure, so a record waiting
+    for a provider keeps its retry backoff and old ones stay with the recovery scan."""
+    if pool <= 0:
+        return []
+    cutoff = timezone.now() - timedelta(seconds=memseek_setting("PENDING_RECOVERY_AGE_S"))
+    return list(_claimable().filter(enriched_at__isnull=True, tombstone=False, created_at__gt=cutoff)
+                .filter(Q(enrichment_error__isnull=True) | Q(enrichment_error={}))
+                .exclude(pk__in=ids).order_by("seq")[:pool])
+
+
 @transaction.atomic
-def _enrich_batch(ids: list[str], final_attempt: bool, outcome: EnrichmentOutcome) -> None:
-    records = list(Record.objects.select_for_update(skip_locked=True, of=("self",)).select_related("workspace")
-                   .filter(pk__in=ids, tombstone=False).order_by("seq"))
+def _enrich_batch(ids: list[str], final_attempt: bool, outcome: EnrichmentOutcome, pool: int = 0) -> None:
+    records = list(_claimable().filter(pk__in=ids, tombstone=False).order_by("seq"))
     claimed = {str(record.pk) for record in records}
     outcome.skipped += [record_id for record_id in ids if record_id not in claimed]
+    records += _pooled(ids, pool)
     plans = [plan for record in records if (plan := _plan(record)) is not None]
     results: dict[str, dict[str, _Result]] = {str(plan.record.pk): {} for plan in plans}
     _run_embeddings(plans, results, final_attempt)

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from catalog_app.catalog.runtime import catalog_for_workspace
@@ -384,3 +384,73 @@ def test_enrich_pending_command_enriches_in_process(llm_catalog, server, capsys)
     call_command("enrich_pending", "--older-than", "0")
     fresh.refresh_from_db()
     assert fresh.ready
+
+
+# --- pooling (workers take other pending records along) -----------------------------------------
+
+@pytest.mark.model
+def test_a_pooled_call_also_enriches_other_fresh_pending_records_in_one_embedding_pass(catalog, monkeypatch):
+    asked = pending_record(catalog, collection="main", text="The customer asked for a refund.")
+    others = [pending_record(catalog, collection="main", text=f"Follow-up call number {i}.") for i in range(3)]
+    calls = []
+    real = enrichment.embed_texts
+    monkeypatch.setattr(enrichment, "embed_texts", lambda config, texts: calls.append(len(texts)) or real(config, texts))
+    outcome = records_enrich(record_ids=[asked.id], pool=10)
+    assert calls == [4]
+    assert sorted(outcome.ready) == sorted(str(r.id) for r in [asked, *others])
+    assert Record.objects.filter(enriched_at__isnull=True).count() == 0
+    assert RecordEmbedding.objects.filter(space=SPACE).count() == 4
+
+
+@pytest.mark.model
+def test_the_pool_is_bounded_oldest_first_and_skips_old_or_failed_records(catalog, settings):
+    settings.MEMSEEK = {"PENDING_RECOVERY_AGE_S": 60}
+    asked = pending_record(catalog, collection="main", text="Asked for.")
+    first, second, third = (pending_record(catalog, collection="main", text=f"Fresh {i}.") for i in range(3))
+    old = pending_record(catalog, collection="main", text="Pending for two minutes.", age_s=120)
+    failed = pending_record(catalog, collection="main", text="Waits for a provider.",
+                            enrichment_error={"embedding_v1": {"code": "embedding_unavailable"}})
+    outcome = records_enrich(record_ids=[asked.id], pool=2)
+    assert sorted(outcome.ready) == sorted(str(r.id) for r in [asked, first, second])
+    pending = set(Record.objects.filter(enriched_at__isnull=True).values_list("id", flat=True))
+    assert pending == {third.id, old.id, failed.id}
+
+
+@pytest.mark.model
+@pytest.mark.django_db(transaction=True)
+def test_the_pool_skips_records_another_worker_holds(catalog):
+    asked = pending_record(catalog, collection="main", text="Asked for.")
+    held = pending_record(catalog, collection="main", text="Claimed elsewhere.")
+    claimed, release = threading.Event(), threading.Event()
+
+    def other_worker():
+        try:
+            with transaction.atomic():
+                list(Record.objects.select_for_update().filter(pk=held.pk))
+                claimed.set()
+                release.wait(30)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=other_worker)
+    thread.start()
+    try:
+        assert claimed.wait(30)
+        outcome = records_enrich(record_ids=[asked.id], pool=10)
+    finally:
+        release.set()
+        thread.join()
+    assert outcome.ready == [str(asked.id)]
+    held.refresh_from_db()
+    assert not held.ready
+
+
+@pytest.mark.model
+def test_an_eager_task_pays_only_for_its_own_records(catalog, settings):
+    settings.MEMSEEK = {"ENRICH_POOL": 50}
+    asked = pending_record(catalog, collection="main", text="Asked for.")
+    other = pending_record(catalog, collection="main", text="Someone else's record.")
+    enrich_records.delay([str(asked.id)])
+    asked.refresh_from_db()
+    other.refresh_from_db()
+    assert asked.ready and not other.ready
