@@ -1,0 +1,608 @@
+"""Shared machinery of the retrieval-quality harnesses (``bench/scifact.py``, ``bench/locomo.py``).
+
+Everything a harness measures goes through the public HTTP API of the service, in this
+process: Django's test ``Client`` against the real URLconf, middleware and authentication
+(``POST /records``, ``POST /search``, ``POST /views/{name}/query``). Without
+``CELERY_BROKER_URL`` enrichment (the bundled MiniLM embedding) runs in-process right after
+each ``POST /records`` commits; with a broker the harness waits for the workers.
+
+What lives here: Django setup, the run environment (machine, versions, git commit), a fresh
+workspace per run (deleted afterwards unless ``--keep``), batched ingest with a progress bar,
+waiting until every record is ready, timed queries, metrics through ``ir_measures`` (nothing
+here reimplements nDCG, recall or reciprocal rank), the stored embeddings for the brute-force
+baseline, and writing ``NAME.json`` / ``NAME.md``.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memseek_site.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs every index build
+
+from django.conf import settings  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.test import Client  # noqa: E402
+from django.test.utils import override_settings  # noqa: E402
+from tqdm import tqdm  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results"
+BATCH = 100  # records per POST /records (MAX_BATCH)
+NO_RESULT = "__no_result__"  # placeholder doc id so a query with no hits still counts (as 0)
+
+
+class BenchError(RuntimeError):
+    pass
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def progress(iterable=None, **kwargs):
+    """A tqdm bar on stderr; quiet when BENCH_PROGRESS=0 (the smoke test)."""
+    kwargs.setdefault("file", sys.stderr)
+    kwargs.setdefault("dynamic_ncols", True)
+    kwargs.setdefault("mininterval", 1.0)
+    kwargs.setdefault("disable", os.environ.get("BENCH_PROGRESS", "1") == "0")
+    return tqdm(iterable, **kwargs)
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+# --------------------------------------------------------------------------------------------
+# Environment
+
+
+def _run(args: list[str]) -> str:
+    try:
+        return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def _version(distribution: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def environment() -> dict:
+    """Machine, library versions, PostgreSQL server version and git commit of this run."""
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        memory = None
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        server_version = cursor.fetchone()[0]
+        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        row = cursor.fetchone()
+    import torch
+
+    dirty = [line[3:] for line in _run(["git", "status", "--porcelain", "--untracked-files=no"]).splitlines()]
+    return {
+        "machine": {
+            "cores": os.cpu_count(),
+            "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
+            "memory_gib": round(memory / 2**30, 1) if memory else None,
+            "cpu": cpu or platform.processor(),
+            "platform": platform.platform(),
+            "torch_threads": torch.get_num_threads(),
+            "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
+        },
+        "versions": {
+            "python": platform.python_version(),
+            "django": django.get_version(),
+            "postgres_server": server_version,
+            "pgvector": row[0] if row else None,
+            "torch": torch.__version__,
+            "sentence_transformers": _version("sentence-transformers"),
+            "ir_measures": _version("ir-measures"),
+            "bm25s": _version("bm25s"),
+            "pystemmer": _version("PyStemmer"),
+            "numpy": _version("numpy"),
+        },
+        "git": {
+            "commit": _run(["git", "rev-parse", "HEAD"]),
+            "branch": _run(["git", "rev-parse", "--abbrev-ref", "HEAD"]),
+            "dirty": bool(dirty),
+            "modified_tracked_files": dirty,
+        },
+        "database": ("DATABASE_URL" if os.environ.get("DATABASE_URL", "").strip() else "embedded PostgreSQL")
+                    + f" (database {settings.DATABASES['default']['NAME']})",
+        "enrichment": "celery broker" if settings.CELERY_BROKER_URL else "in-process after commit (no broker)",
+        "api": "Django test Client against the real URLconf (in-process HTTP stack)",
+    }
+
+
+def set_torch_threads(threads: int | None) -> None:
+    """Set torch's intra-op pool (the bundled model runs in this process); None leaves it. One
+    query at a time gains nothing from a second thread on a 2-core machine shared with
+    PostgreSQL and loses a lot when the machine is busy: one query embedding measured 472 ms
+    with 2 threads and 93 ms with 1 at load average 8 (batch encoding: the same with both)."""
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+
+
+def environment_line(env: dict) -> str:
+    m, v, g = env["machine"], env["versions"], env["git"]
+    return (f"{m['cores']} cores ({m['cpu']}), {m['memory_gib']} GiB; Python {v['python']}, Django {v['django']}, "
+            f"PostgreSQL {v['postgres_server']} + pgvector {v['pgvector']}, torch {v['torch']}, "
+            f"sentence-transformers {v['sentence_transformers']}, ir-measures {v['ir_measures']}, bm25s {v['bm25s']}; "
+            f"commit {g['commit'][:12]}{' (dirty tree)' if g['dirty'] else ''}")
+
+
+def ensure_migrated() -> None:
+    """Apply migrations when the database is behind (a fresh clone); a no-op otherwise."""
+    from django.core.management import call_command
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    if executor.migration_plan(executor.loader.graph.leaf_nodes()):
+        log("applying migrations ...")
+        call_command("migrate", interactive=False, verbosity=0)
+
+
+# --------------------------------------------------------------------------------------------
+# The API, a workspace per run
+
+
+class Api:
+    """The public HTTP API through Django's test Client, with a bearer key; every call timed."""
+
+    def __init__(self, key: str):
+        self.client = Client(HTTP_AUTHORIZATION=f"Bearer {key}")
+
+    def post(self, path: str, body: dict) -> dict:
+        response = self.client.post(path, data=json.dumps(body), content_type="application/json")
+        if response.status_code != 200:
+            raise BenchError(f"POST {path} answered {response.status_code}: {response.content[:2000]!r}")
+        return response.json()
+
+    def timed_post(self, path: str, body: dict) -> tuple[float, dict]:
+        started = time.perf_counter()
+        answer = self.post(path, body)
+        return time.perf_counter() - started, answer
+
+
+@dataclass
+class BenchWorkspace:
+    workspace: object
+    key: str
+    api: Api
+
+
+@contextlib.contextmanager
+def bench_workspace(label: str, catalog_dir: Path, *, keep: bool):
+    """A fresh workspace ``bench-<label>-<stamp>`` with ``catalog_dir`` loaded; deleted (with
+    everything in it) on exit unless ``keep``."""
+    from catalog_app.models import Workspace
+    from catalog_app.services.catalog_load import catalog_load
+    from catalog_app.services.workspaces import workspace_create
+
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
+    workspace, key = workspace_create(name=f"bench-{label}-{stamp}")
+    try:
+        catalog_load(workspace=workspace, directory=catalog_dir)
+        workspace.refresh_from_db()
+        shown = catalog_dir.relative_to(ROOT) if catalog_dir.is_relative_to(ROOT) else catalog_dir
+        log(f"workspace {workspace.name} (catalog {shown})")
+        yield BenchWorkspace(workspace, key, Api(key))
+    finally:
+        if keep:
+            log(f"kept workspace {workspace.name}; key {key}")
+        else:
+            started = time.perf_counter()
+            Workspace.objects.filter(pk=workspace.pk).delete()
+            log(f"deleted workspace {workspace.name} ({time.perf_counter() - started:.1f}s)")
+
+
+@contextlib.contextmanager
+def quiet_reads():
+    """TOUCH_ON_READ off for the run: returned records would otherwise get ``last_accessed``
+    updated, and the default rank expressions read ``age_hours(last_accessed)``, so earlier
+    queries would nudge the order of later ones. Every other setting stays as deployed."""
+    memseek = dict(getattr(settings, "MEMSEEK", {}))
+    memseek["TOUCH_ON_READ"] = False
+    with override_settings(MEMSEEK=memseek):
+        yield
+
+
+def ingest(api: Api, items: list[dict], *, desc: str) -> tuple[list[str], float]:
+    """POST ``items`` in batches of 100; returns the record id of every item (in order) and the
+    seconds spent. Enrichment of each batch runs in-process after its commit (no broker)."""
+    ids: list[str | None] = [None] * len(items)
+    started = time.perf_counter()
+    with progress(total=len(items), desc=desc, unit="rec") as bar:
+        for start in range(0, len(items), BATCH):
+            chunk = items[start:start + BATCH]
+            answer = api.post("/records", {"records": chunk})
+            for outcome in answer["inserted"] + answer["duplicates"]:
+                ids[start + outcome["index"]] = outcome["id"]
+            bar.update(len(chunk))
+    missing = [index for index, value in enumerate(ids) if value is None]
+    if missing:
+        raise BenchError(f"POST /records gave no id for items {missing[:10]}")
+    return ids, time.perf_counter() - started
+
+
+def wait_ready(workspace, expected: int, *, timeout_s: float = 1800) -> float:
+    """Wait until ``expected`` records of ``workspace`` are ready (every required processor
+    written); returns the seconds waited. Raises when time runs out or enrichment failed."""
+    from catalog_app.models import Record
+
+    started = time.perf_counter()
+    with progress(total=expected, desc="waiting until ready", unit="rec") as bar:
+        while True:
+            ready = Record.objects.filter(workspace=workspace, enriched_at__isnull=False).count()
+            bar.update(ready - bar.n)
+            if ready >= expected:
+                break
+            if time.perf_counter() - started > timeout_s:
+                raise BenchError(f"only {ready}/{expected} records ready after {timeout_s:.0f}s")
+            time.sleep(0.5)
+    failed = Record.objects.filter(workspace=workspace, enrichment_error__isnull=False) \
+        .exclude(enrichment_error={}).count()
+    if failed:
+        raise BenchError(f"{failed} record(s) have enrichment errors; vectors would be missing")
+    return time.perf_counter() - started
+
+
+def stored_embeddings(workspace, record_ids: list[str]):
+    """The stored vectors of ``record_ids`` (in that order) as a float32 matrix, read from the
+    database exactly as the service stored them."""
+    import numpy as np
+
+    from catalog_app.models import RecordEmbedding
+
+    rows = dict(RecordEmbedding.objects.filter(workspace=workspace, record_id__in=record_ids)
+                .values_list("record_id", "embedding"))
+    rows = {str(key): value for key, value in rows.items()}
+    missing = [rid for rid in record_ids if rid not in rows]
+    if missing:
+        raise BenchError(f"{len(missing)} record(s) have no stored embedding")
+    return np.asarray([rows[rid] for rid in record_ids], dtype=np.float32)
+
+
+def query_vectors(workspace, texts: list[str], *, desc: str):
+    """Query vectors computed exactly as the service computes them (``embed_query`` with the
+    workspace's embedding configuration), one call per query."""
+    import numpy as np
+
+    from catalog_app.catalog.runtime import catalog_for_workspace
+    from catalog_app.embedding import embed_query
+
+    config = catalog_for_workspace(workspace).value("models", "models").embedding
+    return np.asarray([embed_query(config, text) for text in progress(texts, desc=desc, unit="q")],
+                      dtype=np.float32)
+
+
+# --------------------------------------------------------------------------------------------
+# Configurations and runs
+
+
+@dataclass
+class Configuration:
+    """One way of asking the service: a POST /search body or a view query, built per question."""
+
+    name: str
+    label: str
+    kind: str  # "search" | "view"
+    template: dict  # the SearchSpec (search) or the view parameters (view); "{q}" / "{entity}" filled per query
+    view: str | None = None
+    group: str = "service"
+    note: str = ""
+
+    def request(self, q: str, entity: str | None = None) -> tuple[str, dict]:
+        body = _fill(self.template, {"q": q, "entity": entity})
+        if self.kind == "view":
+            return f"/views/{self.view}/query", body
+        return "/search", body
+
+    def describe(self) -> dict:
+        out = {"name": self.name, "label": self.label, "kind": self.kind, "group": self.group}
+        if self.kind == "view":
+            out["view"] = self.view
+            out["parameters"] = self.template
+        else:
+            out["search"] = self.template
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+def _fill(value, slots: dict):
+    if isinstance(value, str):
+        if value in ("{q}", "{entity}"):
+            return slots[value[1:-1]]
+        return value
+    if isinstance(value, dict):
+        return {key: _fill(item, slots) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_fill(item, slots) for item in value]
+    return value
+
+
+@dataclass
+class RunResult:
+    ranked: dict = field(default_factory=dict)  # query id -> [record id, ...] best first
+    seconds: list = field(default_factory=list)  # per query
+
+    def latency(self) -> dict:
+        values = sorted(self.seconds)
+        if not values:
+            return {}
+        return {"queries": len(values), "total_s": round(sum(values), 2),
+                "mean_ms": round(1000 * statistics.fmean(values), 2),
+                "p50_ms": round(1000 * values[len(values) // 2], 2),
+                "p95_ms": round(1000 * values[min(len(values) - 1, int(0.95 * len(values)))], 2)}
+
+
+def run_configuration(key: str, config: Configuration, questions: list[tuple[str, str, str | None]], *,
+                      workers: int = 1) -> RunResult:
+    """Ask every ``(query id, text, entity)`` through the API; keep the hit ids in order.
+
+    With ``workers`` > 1 that many clients ask concurrently (each thread has its own test
+    Client and database connection, closed when it finishes), so PostgreSQL can use every core
+    while this process embeds the next query; latencies are then per request under that load.
+    """
+    import queue
+    import threading
+
+    from django.db import connections
+
+    result = RunResult()
+    answers: dict[str, tuple[float, list[str]]] = {}
+    todo: queue.Queue = queue.Queue()
+    for item in questions:
+        todo.put(item)
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+    bar = progress(total=len(questions), desc=f"{config.name:>14}", unit="q")
+
+    def worker():
+        api = Api(key)
+        try:
+            while not errors:
+                try:
+                    qid, text, entity = todo.get_nowait()
+                except queue.Empty:
+                    return
+                path, body = config.request(text, entity)
+                seconds, answer = api.timed_post(path, body)
+                with lock:
+                    answers[qid] = (seconds, [hit["id"] for hit in answer["hits"]])
+                    bar.update(1)
+        except BaseException as error:  # surfaced in the calling thread
+            errors.append(error)
+        finally:
+            if threading.current_thread() is not threading.main_thread():
+                connections.close_all()
+
+    if workers <= 1:
+        worker()
+    else:
+        threads = [threading.Thread(target=worker, name=f"bench-{i}") for i in range(workers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    bar.close()
+    if errors:
+        raise errors[0]
+    for qid, _, _ in questions:
+        seconds, ids = answers[qid]
+        result.ranked[qid] = ids
+        result.seconds.append(seconds)
+    return result
+
+
+# --------------------------------------------------------------------------------------------
+# Metrics (ir_measures)
+
+
+def ir_run(ranked: dict, qids, *, to_doc=None) -> list:
+    """An ir_measures run from ranked lists: strictly decreasing scores keep the order exactly;
+    a query without results gets one placeholder so it counts as 0 instead of being dropped."""
+    import ir_measures
+
+    run = []
+    for qid in qids:
+        docs = ranked.get(qid) or []
+        if to_doc is not None:
+            docs = [to_doc(d) for d in docs]
+        seen = set()
+        docs = [d for d in docs if not (d in seen or seen.add(d))]
+        if not docs:
+            run.append(ir_measures.ScoredDoc(qid, NO_RESULT, 0.0))
+        for position, doc in enumerate(docs):
+            run.append(ir_measures.ScoredDoc(qid, doc, float(len(docs) - position)))
+    return run
+
+
+def ir_metrics(measures, qrels: list, run: list) -> tuple[dict, dict]:
+    """Aggregate and per-query values of ``measures`` (ir_measures objects)."""
+    import ir_measures
+
+    aggregate = {str(m): float(v) for m, v in ir_measures.calc_aggregate(measures, qrels, run).items()}
+    per_query: dict[str, dict] = {}
+    for metric in ir_measures.iter_calc(measures, qrels, run):
+        per_query.setdefault(metric.query_id, {})[str(metric.measure)] = float(metric.value)
+    return aggregate, per_query
+
+
+# --------------------------------------------------------------------------------------------
+# Plain-library baselines
+
+_BM25_V1_TERM = re.compile(r"[^\W_]+")
+
+
+def bm25_v1_tokens(text: str) -> list[str]:
+    """bm25_v1's tokenisation (lexical-search.md): runs of Unicode letters/digits, lowercased."""
+    return _BM25_V1_TERM.findall(text.lower())
+
+
+def bm25s_plain(corpus_texts: list[str], query_texts: list[str], k: int, *,
+                desc: str = "bm25s (bm25_v1 tokens)") -> tuple[list[list[int]], float]:
+    """bm25s with bm25_v1's tokenisation and parameters; distinct query terms as bm25_v1."""
+    import bm25s
+
+    started = time.perf_counter()
+    retriever = bm25s.BM25(k1=1.2, b=0.75, method="lucene")
+    retriever.index([bm25_v1_tokens(t) for t in corpus_texts], show_progress=False)
+    queries = [list(dict.fromkeys(bm25_v1_tokens(q))) or [""] for q in query_texts]
+    ranked = _bm25s_retrieve(retriever, queries, k, len(corpus_texts), desc)
+    return ranked, time.perf_counter() - started
+
+
+def bm25s_plain_scores(corpus_texts: list[str], query_texts: list[str]):
+    """Every document's bm25s score (bm25_v1 tokens and parameters) for every query, dense."""
+    import bm25s
+    import numpy as np
+
+    retriever = bm25s.BM25(k1=1.2, b=0.75, method="lucene")
+    retriever.index([bm25_v1_tokens(t) for t in corpus_texts], show_progress=False)
+    scores = np.zeros((len(query_texts), len(corpus_texts)), dtype=np.float32)
+    for row, text in enumerate(query_texts):
+        tokens = [t for t in dict.fromkeys(bm25_v1_tokens(text)) if t in retriever.vocab_dict]
+        if tokens:
+            scores[row] = retriever.get_scores(tokens)
+    return scores
+
+
+def minmax_mix(parts: list[tuple[float, object]], k: int) -> list[list[int]]:
+    """Top k per row of sum(weight * min-max(matrix row)): a rank-expression mix computed in
+    numpy over every document (the service normalises over its candidate pool instead)."""
+    import numpy as np
+
+    total = None
+    for weight, matrix in parts:
+        low = matrix.min(axis=1, keepdims=True)
+        span = matrix.max(axis=1, keepdims=True) - low
+        normal = np.where(span > 0, (matrix - low) / np.where(span > 0, span, 1), 0.0)
+        total = weight * normal if total is None else total + weight * normal
+    return brute_force_rank(total, k)
+
+
+def brute_force_rank(scores, k: int) -> list[list[int]]:
+    """Indexes of the k best scores of every row, best first (ties by index)."""
+    import numpy as np
+
+    ranked = []
+    for row in scores:
+        top = np.argpartition(-row, min(k, len(row) - 1))[:k] if len(row) > k else np.arange(len(row))
+        ranked.append(sorted(top.tolist(), key=lambda i: (-float(row[i]), i)))
+    return ranked
+
+
+def bm25s_stemmed(corpus_texts: list[str], query_texts: list[str], k: int, *,
+                  desc: str = "bm25s (stemmed)") -> tuple[list[list[int]], float]:
+    """The data README's sanity-check setup: PyStemmer English, English stopwords, k1 0.9, b 0.4."""
+    import bm25s
+    import Stemmer
+
+    started = time.perf_counter()
+    stemmer = Stemmer.Stemmer("english")
+    retriever = bm25s.BM25(k1=0.9, b=0.4)
+    retriever.index(bm25s.tokenize(corpus_texts, stopwords="en", stemmer=stemmer, show_progress=False),
+                    show_progress=False)
+    query_tokens = bm25s.tokenize(query_texts, stopwords="en", stemmer=stemmer, show_progress=False,
+                                  return_ids=False)
+    ranked = _bm25s_retrieve(retriever, [q or [""] for q in query_tokens], k, len(corpus_texts), desc)
+    return ranked, time.perf_counter() - started
+
+
+def _bm25s_retrieve(retriever, query_tokens: list[list[str]], k: int, n_docs: int, desc: str) -> list[list[int]]:
+    ranked = []
+    for tokens in progress(query_tokens, desc=f"{desc:>24}", unit="q"):
+        docs, scores = retriever.retrieve([tokens], k=min(k, n_docs), show_progress=False)
+        ranked.append([int(d) for d, s in zip(docs[0], scores[0]) if s > 0])  # zero: shares no term
+    return ranked
+
+
+def brute_force(matrix, query_matrix, k: int) -> list[list[int]]:
+    """Exact cosine (the vectors are unit length): every document scored, best k kept."""
+    return brute_force_rank(query_matrix @ matrix.T, k)
+
+
+def rrf(lists: list[list], constant: int, k: int) -> list:
+    """Reciprocal rank fusion with equal weights; ties by first appearance."""
+    scores: dict = {}
+    for ranked in lists:
+        for position, item in enumerate(ranked, start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (constant + position)
+    order = {item: i for i, item in enumerate(x for ranked in lists for x in ranked)}
+    return sorted(scores, key=lambda item: (-scores[item], order[item]))[:k]
+
+
+def overlap_at(a: dict, b: dict, qids: list[str], k: int) -> float:
+    values = [len(set(a.get(q, [])[:k]) & set(b.get(q, [])[:k])) / max(1, min(k, len(b.get(q, [])[:k])))
+              for q in qids]
+    return sum(values) / len(values) if values else 0.0
+
+
+# --------------------------------------------------------------------------------------------
+# Output
+
+
+def write_json(path: Path, payload: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def fmt(value, digits: int = 4) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def markdown_table(header: list[str], rows: list[list]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(fmt(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)

@@ -1,0 +1,87 @@
+"""The retrieval-quality harnesses run end to end on tiny data sets in the real formats
+(``fixtures/bench/``): fresh workspace, ingest through POST /records with in-process
+embedding, every configuration through the API, the plain-library baselines, metrics from
+ir_measures, and the JSON / markdown / PNG outputs."""
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from catalog_app.models import Workspace
+
+FIXTURES = Path(__file__).resolve().parent.parent.parent / "fixtures" / "bench"
+
+pytestmark = [pytest.mark.model, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(autouse=True)
+def _quiet(monkeypatch):
+    monkeypatch.setenv("BENCH_PROGRESS", "0")
+
+
+def _in_unit_interval(value) -> bool:
+    return isinstance(value, float) and 0.0 <= value <= 1.0
+
+
+def test_scifact_harness_end_to_end(tmp_path, capsys):
+    call_command("bench", "scifact", "--data", FIXTURES / "scifact_tiny", "--out", tmp_path)
+
+    result = json.loads((tmp_path / "scifact.json").read_text())
+    assert result["data"]["documents"] == 20 and result["data"]["queries"] == 5
+    assert result["data"]["judgements"] == 6
+    expected = {"text", "bm25", "vector", "vector_sim", "hybrid", "rrf", "rrf_c10", "mix"}
+    assert set(result["configurations"]) == expected
+    assert set(result["baselines"]) == {"bm25s_plain", "bm25s_stemmed", "brute_force", "rrf_library", "rrf_library_c10",
+                                        "mix_library"}
+    for entry in (*result["configurations"].values(), *result["baselines"].values()):
+        assert set(entry["metrics"]) == {"nDCG@10", "R@100", "RR@10"}
+        assert all(_in_unit_interval(value) for value in entry["metrics"].values()), entry["metrics"]
+    # Claim 1 is abstract t1's title: every configuration and baseline must rank t1 first.
+    per_query = result["per_query"]
+    first = per_query["qids"].index("1")
+    for name, values in per_query["nDCG@10"].items():
+        assert values[first] == 1.0, name
+    # The service's exact BM25 is bm25_v1; bm25s with the same tokens must agree with it.
+    assert result["bm25_agreement"]["overlap_at_10"] == 1.0
+    assert result["configurations"]["bm25"]["metrics"] == result["baselines"]["bm25s_plain"]["metrics"]
+    assert {t["config"] for t in result["targets"]} >= {"bm25"}
+    for key in ("machine", "versions", "git"):
+        assert result["environment"][key]
+    assert result["environment"]["versions"]["postgres_server"]
+    assert (tmp_path / "scifact.md").read_text().startswith("# SciFact retrieval quality")
+    assert all((tmp_path / name).stat().st_size > 0 for name in result["plots"])
+    assert not Workspace.objects.filter(name__startswith="bench-scifact-").exists()
+
+
+def test_locomo_harness_end_to_end(tmp_path):
+    call_command("bench", "locomo", "--data", FIXTURES / "locomo_tiny.json", "--out", tmp_path)
+
+    result = json.loads((tmp_path / "locomo.json").read_text())
+    assert result["data"]["turns"] == 12 and result["data"]["questions"] == 5
+    assert result["data"]["evidence_ids_matching_no_turn"] == ["conv-tiny:D9:99"]
+    assert set(result["configurations"]) == {"text", "bm25", "vector", "hybrid", "rrf", "rrf_c10", "rrf3", "mix"}
+    per_question = result["per_question"]
+    for name, entry in (*result["configurations"].items(), *result["baselines"].items()):
+        for cutoff in ("5", "10", "25", "50"):
+            recall = entry["recall"][cutoff]
+            assert 0.0 <= recall["overall"] <= 100.0
+            assert set(recall["categories"]) == {"1 multi-hop", "2 temporal", "3 open-domain", "4 single-hop",
+                                                 "5 adversarial"}
+        assert _in_unit_interval(entry["ir_measures"]["nDCG@10"]) and _in_unit_interval(entry["ir_measures"]["R@10"])
+        values = dict(zip(per_question["qids"], per_question["recall@10"][name]))
+        assert values["conv-tiny#0"] == 1.0, name  # the greyhound question names its turn
+        assert values["conv-tiny#3"] == 1.0, name  # no evidence counts as 1
+        assert values["conv-tiny#4"] <= 0.5, name  # D9:99 matches no turn and stays in the denominator
+        # With all 12 turns retrieved, only the missing id is missed.
+        assert entry["recall"]["50"]["overall"] == pytest.approx(100 * (4 + 0.5) / 5), name
+    assert result["target"]["target"] == 66.2
+    assert all((tmp_path / name).stat().st_size > 0 for name in result["plots"])
+    assert not Workspace.objects.filter(name__startswith="bench-locomo-").exists()
+
+
+def test_unknown_benchmark_lists_the_available_ones():
+    with pytest.raises(CommandError) as raised:
+        call_command("bench", "nope")
+    assert "scifact" in str(raised.value) and "locomo" in str(raised.value)
