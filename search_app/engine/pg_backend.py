@@ -15,7 +15,7 @@ from datetime import datetime
 
 from django.db import connection, transaction
 
-from .bm25 import Bm25Stats, bm25_candidates, score_expression
+from .bm25 import TERMS_JOIN, Bm25Stats, bm25_candidates, score_expression
 from .resolve import ResolvedSource
 from .sql_scope import RECORD, filter_clause, order_clause, scope_clause
 
@@ -167,7 +167,7 @@ def reload_rows(resolved: ResolvedSource, context: QueryContext, ids: list[uuid.
     bm25_sql, bm25_params = score_expression(bm25) if bm25 is not None else ("NULL::float8", [])
     params.extend(bm25_params)
     sql = (f"SELECT {_COLUMNS}, {similarity} AS similarity, {text_match} AS text_match, {bm25_sql} AS bm25 "
-           f"FROM {RECORD} r WHERE r.id = ANY(%s::uuid[]) AND {scope_sql}")
+           f"FROM {RECORD} r {TERMS_JOIN if bm25 is not None else ''} WHERE r.id = ANY(%s::uuid[]) AND {scope_sql}")
     with connection.cursor() as cursor:
         cursor.execute(sql, [*params, list(ids), *scope_params])
         rows = {row[0]: _canonical(row) for row in cursor.fetchall()}
