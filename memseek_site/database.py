@@ -43,6 +43,7 @@ def _settings_from_url(url: str) -> dict:
         "PORT": str(parsed.port or ""),
         "OPTIONS": options,
         "CONN_MAX_AGE": int(os.environ.get("DATABASE_CONN_MAX_AGE", "60")),
+        "CONN_HEALTH_CHECKS": True,
         "TEST": {"NAME": f"test_{unquote(parsed.path.lstrip('/')) or 'memseek'}"},
     }
 

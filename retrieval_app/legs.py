@@ -19,24 +19,24 @@ nothing outside the caller's scope is ever proposed. Legs return ranked ``LegHit
   match, then recency.
 
 The structural legs (graph, entity, derivatives) have no raw score; each hit names the strong
-match that led to it (``via``). ``run_parallel`` runs independent legs concurrently, each on
-its own connection, except inside a transaction (tests), where other connections could not see
-its rows: then they run one after another on this connection.
+match that led to it (``via``). ``run_parallel`` runs independent legs concurrently on the process's
+pool of threads with persistent connections (``memseek_site.parallel``), or one after another
+where that module says so.
 """
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 
 from django.db import connection, transaction
 
 from catalog_app.catalog.registry import Catalog
 from memseek_site.conf import memseek_setting
-from search_app.engine.pg_backend import EMBEDDING, OR_QUERY
+from memseek_site.parallel import run_all
+from search_app.engine.pg_backend import EMBEDDING, OR_QUERY, text_matches_sql
 from search_app.engine.sql_scope import RECORD
 from search_app.graph.store import LinkStore
 
@@ -81,11 +81,9 @@ def vector_leg(scope: CompiledScope, vector: QueryVector, *, min_similarity: flo
 
 
 def text_leg(scope: CompiledScope, query: str, *, cap: int) -> list[LegHit]:
-    sql = (f"WITH query AS (SELECT {OR_QUERY} AS q) SELECT r.id, ts_rank_cd(r.search_vector, query.q), r.key, "
-           f"r.entity FROM {RECORD} r, query WHERE r.search_vector @@ query.q AND {scope.memory.sql} "
-           f"ORDER BY 2 DESC, r.seq DESC LIMIT %s")
+    sql = text_matches_sql("m.id, rank.text_match, m.key, m.entity", scope.memory.sql)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [query, *scope.memory.params, cap])
+        cursor.execute(sql, [query, *scope.memory.params, memseek_setting("TEXT_RANK_SCAN"), query, cap])
         return [LegHit(row[0], float(row[1]), row[2], row[3]) for row in cursor.fetchall()]
 
 
@@ -203,40 +201,13 @@ def policy_drop_count(scope: CompiledScope, query: str, vector: QueryVector | No
         return int(cursor.fetchone()[0])
 
 
-_slots: threading.BoundedSemaphore | None = None
-_slots_size = 0
-_slots_lock = threading.Lock()
-
-
 def run_parallel(tasks: dict[str, Callable[[], object]]) -> dict[str, tuple[object, float]]:
-    """Run ``tasks`` (name -> callable), concurrently unless inside a transaction; returns
+    """Run ``tasks`` (name -> callable) through ``memseek_site.parallel.run_all``; returns
     name -> (result, milliseconds), in the order given. The first failure is raised."""
     def timed(task):
         started = time.perf_counter()
         result = task()
         return result, round((time.perf_counter() - started) * 1000, 3)
 
-    if len(tasks) <= 1 or connection.in_atomic_block:
-        return {name: timed(task) for name, task in tasks.items()}
-    slots = _concurrency_slots()
-
-    def guarded(task):
-        with slots:
-            try:
-                return timed(task)
-            finally:
-                connection.close()  # each worker thread has its own connection
-
-    with ThreadPoolExecutor(max_workers=min(len(tasks), memseek_setting("SEARCH_MAX_CONCURRENCY"))) as pool:
-        futures = {name: pool.submit(guarded, task) for name, task in tasks.items()}
-        return {name: future.result() for name, future in futures.items()}
-
-
-def _concurrency_slots() -> threading.BoundedSemaphore:
-    """One process-wide semaphore of SEARCH_MAX_CONCURRENCY concurrent legs."""
-    global _slots, _slots_size
-    size = memseek_setting("SEARCH_MAX_CONCURRENCY")
-    with _slots_lock:
-        if size != _slots_size:
-            _slots, _slots_size = threading.BoundedSemaphore(size), size
-        return _slots
+    results = run_all([partial(timed, task) for task in tasks.values()])
+    return dict(zip(tasks, results))

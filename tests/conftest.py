@@ -8,9 +8,18 @@ from rest_framework.test import APIClient
 from catalog_app.auth import clear_key_cache
 from catalog_app.services.catalog_load import catalog_load
 from catalog_app.services.workspaces import workspace_create
+from memseek_site import parallel
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 EXAMPLE_CATALOG = FIXTURES / "catalogs" / "example"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _parallel_threads_let_go_of_the_test_database(django_db_setup):
+    """Set up after the test database and torn down before it is dropped: the pool threads'
+    persistent connections to it are closed first."""
+    yield
+    parallel.shutdown()
 
 
 @pytest.fixture(autouse=True)

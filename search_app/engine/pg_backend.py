@@ -15,13 +15,28 @@ from datetime import datetime
 
 from django.db import connection, transaction
 
+from memseek_site.conf import memseek_setting
+
 from .bm25 import TERMS_JOIN, Bm25Stats, bm25_candidates, score_expression
 from .resolve import ResolvedSource
 from .sql_scope import RECORD, filter_clause, order_clause, scope_clause
 
 EMBEDDING = "catalog_app_recordembedding"
-# The query's English lexemes, OR-ed: a long question still finds rows sharing some words.
+# The query's English lexemes, OR-ed: a long question still finds rows sharing some words. Written
+# inline (not in a CTE) so the planner folds it to a constant and estimates how many rows match.
 OR_QUERY = "replace(plainto_tsquery('english', %s)::text, ' & ', ' | ')::tsquery"
+
+
+def text_matches_sql(columns: str, where: str) -> str:
+    """SQL selecting ``columns`` of ``m`` (``m.id``, ``m.seq``, ``m.key``, ``m.entity`` and
+    ``m.text_match``) for the rows of ``RECORD r`` matching ``OR_QUERY`` under ``where``, best
+    ``ts_rank_cd`` first, then ``seq`` desc. Only the newest ``TEXT_RANK_SCAN`` matches are ranked:
+    a broad query can match most of a large workspace, and ranking every match costs time in
+    proportion (at 100,000 records, 10x this bounded form). Parameters: q, where's, scan, q, limit."""
+    return (f"SELECT {columns} FROM (SELECT r.id, r.seq, r.key, r.entity, r.search_vector FROM {RECORD} r "
+            f"WHERE r.search_vector @@ {OR_QUERY} AND {where} ORDER BY r.occurred_at DESC, r.seq DESC LIMIT %s) m "
+            f"CROSS JOIN LATERAL (SELECT ts_rank_cd(m.search_vector, {OR_QUERY}) AS text_match) rank "
+            f"ORDER BY rank.text_match DESC, m.seq DESC LIMIT %s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,11 +128,9 @@ def _vector(resolved: ResolvedSource, context: QueryContext, cap: int) -> list[u
 
 def _text(resolved: ResolvedSource, context: QueryContext, cap: int) -> list[uuid.UUID]:
     where, params = _where(resolved, context)
-    sql = (f"WITH query AS (SELECT {OR_QUERY} AS q) SELECT r.id FROM {RECORD} r, query "
-           f"WHERE r.search_vector @@ query.q AND {where} "
-           f"ORDER BY ts_rank_cd(r.search_vector, query.q) DESC, r.seq DESC LIMIT %s")
+    sql = text_matches_sql("m.id", where)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [context.q, *params, cap])
+        cursor.execute(sql, [context.q, *params, memseek_setting("TEXT_RANK_SCAN"), context.q, cap])
         return [row[0] for row in cursor.fetchall()]
 
 

@@ -9,19 +9,17 @@ declaration order, and every sort has a total tie-break.
 """
 from __future__ import annotations
 
-import threading
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-
-from django.db import connection
+from functools import partial
 
 from catalog_app.catalog.registry import Catalog
 from catalog_app.embedding import embed_query
 from catalog_app.llm import ProviderError
 from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
+from memseek_site.parallel import run_all
 
 from . import pg_backend
 from .fusion import apply_boost, order_fused, rrf_fuse
@@ -38,9 +36,6 @@ from .spec import SearchSpec
 SCORED_RANKING = {"scored": True, "score_semantics": "query_relative", "score_range": [0.0, 1.0],
                   "normalization": "min_max", "normalization_scope": "ranked_candidates", "calibrated": False,
                   "higher_is_better": True, "native_score_field": "rank_score"}
-_slots: threading.BoundedSemaphore | None = None
-_slots_size = 0
-_slots_lock = threading.Lock()
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,31 +130,7 @@ def _context(workspace, spec: SearchSpec, catalog: Catalog, resolved) -> pg_back
 
 
 def _run_sources(resolved, run_one) -> tuple[SourceRun, ...]:
-    # Inside a transaction (tests, or a caller's atomic block) other connections could not see
-    # its rows, so sources then run one after another on this connection.
-    if len(resolved) == 1 or connection.in_atomic_block:
-        return tuple(run_one(source) for source in resolved)
-    slots = _concurrency_slots()
-
-    def guarded(source):
-        with slots:
-            try:
-                return run_one(source)
-            finally:
-                connection.close()  # each worker thread has its own connection
-
-    with ThreadPoolExecutor(max_workers=min(len(resolved), memseek_setting("SEARCH_MAX_CONCURRENCY"))) as pool:
-        return tuple(pool.map(guarded, resolved))
-
-
-def _concurrency_slots() -> threading.BoundedSemaphore:
-    """One process-wide semaphore of SEARCH_MAX_CONCURRENCY source runs."""
-    global _slots, _slots_size
-    size = memseek_setting("SEARCH_MAX_CONCURRENCY")
-    with _slots_lock:
-        if size != _slots_size:
-            _slots, _slots_size = threading.BoundedSemaphore(size), size
-        return _slots
+    return tuple(run_all([partial(run_one, source) for source in resolved]))
 
 
 def _run_source(spec: SearchSpec, resolved: ResolvedSource, context, now: datetime, models, score_names) -> SourceRun:

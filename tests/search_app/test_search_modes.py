@@ -145,6 +145,18 @@ def test_text_search_ranks_more_shared_words_higher(catalog, api):
     assert [hit["id"] for hit in body["hits"]] == [str(two_words), str(one_word)]
 
 
+def test_text_candidates_come_from_the_newest_text_rank_scan_matches(catalog, api, settings):
+    settings.MEMSEEK = {"TEXT_RANK_SCAN": 2, "TOUCH_ON_READ": False}
+    best_but_oldest, newer, newest, _other = ingest_ready(catalog, [
+        item("budget budget budget review", occurred_at=at(0)), item("budget draft", occurred_at=at(1)),
+        item("budget approved", occurred_at=at(2)), item(UNRELATED[1], occurred_at=at(3))])
+    body = search(api, {"q": "budget", "mode": "text", "scope": {"collections": ["main"]}})
+    assert {hit["id"] for hit in body["hits"]} == {str(newer), str(newest)}
+    settings.MEMSEEK = {"TEXT_RANK_SCAN": 3, "TOUCH_ON_READ": False}
+    body = search(api, {"q": "budget", "mode": "text", "scope": {"collections": ["main"]}, "rank": ["text_match"]})
+    assert body["hits"][0]["id"] == str(best_but_oldest) and len(body["hits"]) == 3
+
+
 def test_text_search_with_only_stopwords_matches_nothing(catalog, api):
     ingest_ready(catalog, [item(BUDGET)])
     assert search(api, {"q": "the of and", "mode": "text"})["hits"] == []

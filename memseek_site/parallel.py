@@ -1,0 +1,98 @@
+"""Running one request's independent database work (search sources, retrieval legs) concurrently.
+
+A process-wide pool of ``SEARCH_MAX_CONCURRENCY`` threads runs the tasks, so at most that many
+run at once across all requests of the process. The threads live as long as the process, and
+each keeps its own persistent database connection (``CONN_MAX_AGE``) instead of opening one per
+task; before every task a connection that failed, aged out or fails its health check is replaced
+(``close_old_connections``, as Django does between requests).
+
+Tasks run one after another in the calling thread instead when there is only one, inside a
+transaction (other connections could not see its rows: tests, or a caller's atomic block), or
+inside a pool thread (a nested fan-out could otherwise wait for threads busy waiting on it).
+"""
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
+
+from django.db import close_old_connections, connection, connections
+
+from .conf import memseek_setting
+
+_local = threading.local()
+_pool: _Pool | None = None
+_pool_lock = threading.Lock()
+
+
+class _Pool:
+    def __init__(self, size: int):
+        self.size = size
+        self.tasks: queue.SimpleQueue = queue.SimpleQueue()
+        self.threads = [threading.Thread(target=self._work, name=f"memseek-parallel-{i}", daemon=True)
+                        for i in range(size)]
+        for thread in self.threads:
+            thread.start()
+
+    def _work(self) -> None:
+        _local.in_pool = True
+        while True:
+            item = self.tasks.get()
+            if item is None:
+                connections.close_all()
+                return
+            future, task = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            close_old_connections()
+            try:
+                future.set_result(task())
+            except BaseException as error:  # handed to the caller, who raises it
+                future.set_exception(error)
+
+    def submit(self, task: Callable[[], object]) -> Future:
+        future: Future = Future()
+        self.tasks.put((future, task))
+        return future
+
+    def stop(self) -> None:
+        for _ in self.threads:
+            self.tasks.put(None)
+        for thread in self.threads:
+            thread.join()
+
+
+def run_all(tasks: Sequence[Callable[[], object]]) -> list:
+    """Results of ``tasks`` in the order given, run concurrently when allowed (module doc). The
+    first failure, in that order, is raised once every task has finished."""
+    if len(tasks) <= 1 or connection.in_atomic_block or getattr(_local, "in_pool", False):
+        return [task() for task in tasks]
+    pool = _current_pool()
+    futures = [pool.submit(task) for task in tasks]
+    errors = [future.exception() for future in futures]
+    for error in errors:
+        if error is not None:
+            raise error
+    return [future.result() for future in futures]
+
+
+def shutdown() -> None:
+    """Stop the pool's threads, closing their connections (before a test database is dropped);
+    the next ``run_all`` starts a new pool."""
+    global _pool
+    with _pool_lock:
+        if _pool is not None:
+            _pool.stop()
+            _pool = None
+
+
+def _current_pool() -> _Pool:
+    global _pool
+    size = memseek_setting("SEARCH_MAX_CONCURRENCY")
+    with _pool_lock:
+        if _pool is None or _pool.size != size:
+            if _pool is not None:
+                _pool.stop()
+            _pool = _Pool(size)
+        return _pool
