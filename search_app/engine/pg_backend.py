@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection, transaction
+from psycopg.types.datetime import TimestamptzLoader
 
 from memseek_site.conf import memseek_setting
 
@@ -182,6 +183,9 @@ def reload_rows(resolved: ResolvedSource, context: QueryContext, ids: list[uuid.
     sql = (f"SELECT {_COLUMNS}, {similarity} AS similarity, {text_match} AS text_match, {bm25_sql} AS bm25 "
            f"FROM {RECORD} r {TERMS_JOIN if bm25 is not None else ''} WHERE r.id = ANY(%s::uuid[]) AND {scope_sql}")
     with connection.cursor() as cursor:
+        # psycopg's C loader instead of Django's Python one: the session is UTC (Django sets it),
+        # so the values are the same aware datetimes, read several times faster.
+        cursor.cursor.adapters.register_loader("timestamptz", TimestamptzLoader)
         cursor.execute(sql, [*params, list(ids), *scope_params])
         rows = {row[0]: _canonical(row) for row in cursor.fetchall()}
     return [rows[i] for i in ids if i in rows]

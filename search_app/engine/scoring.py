@@ -19,7 +19,7 @@ import functools
 import math
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 
 
 def score_bounds(values: Iterable[float]) -> tuple[float, float]:
@@ -76,6 +76,10 @@ class Descending:
         return f"Descending({self.value!r})"
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MICROSECOND = timedelta(microseconds=1)
+
+
 def id_sort_key(record_id):
     """Ascending key for a record id: a UUID sorts as its canonical lowercase text, anything else as itself."""
     return str(record_id) if isinstance(record_id, uuid.UUID) else record_id
@@ -84,14 +88,22 @@ def id_sort_key(record_id):
 def scored_tie_break_key(occurred_at: datetime | None, seq: int, record_id) -> tuple:
     """Ascending key for equal values: ``occurred_at`` desc (missing last), ``seq`` desc, id asc.
 
-    Pass ``lambda rid: scored_tie_break_key(...)`` as the ``tie_break`` of the fusion functions.
+    Plain numbers and text (negated where descending), so sorting compares in C. A naive
+    ``occurred_at`` counts as UTC. Pass ``lambda rid: scored_tie_break_key(...)`` as the
+    ``tie_break`` of the fusion functions.
     """
-    return (Descending((occurred_at is not None, occurred_at)), Descending(seq), id_sort_key(record_id))
+    if occurred_at is None:
+        newest_first = (1, 0)
+    else:
+        if occurred_at.tzinfo is None:
+            occurred_at = occurred_at.replace(tzinfo=timezone.utc)
+        newest_first = (0, -((occurred_at - _EPOCH) // _MICROSECOND))
+    return (*newest_first, -seq, id_sort_key(record_id))
 
 
 def scored_sort_key(value: float, occurred_at: datetime | None, seq: int, record_id) -> tuple:
     """Ascending key implementing the scored order: value desc, then ``scored_tie_break_key``."""
-    return (Descending(value), *scored_tie_break_key(occurred_at, seq, record_id))
+    return (-value, *scored_tie_break_key(occurred_at, seq, record_id))
 
 
 def order_scored(items: Iterable) -> list:
