@@ -50,8 +50,8 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memseek_site.settings")
 
 from bench import search_setup as setup  # noqa: E402
-from bench.retrieve_tools import WRAPPED, LegCapture, StageWrappers, VectorCache, replay  # noqa: E402
-from bench.search_setup import latency_summary, log, progress  # noqa: E402
+from bench.retrieve_tools import WRAPPED, LegCapture, StageWrappers, VectorCache  # noqa: E402
+from bench.search_setup import latency_summary, log, progress, replay  # noqa: E402
 
 TOKEN_BUDGET = 4000
 TOP_N = 20
@@ -112,28 +112,8 @@ class RetrieveBench:
         self.capture = LegCapture()
 
     def measure_embedding(self) -> tuple[dict, dict]:
-        from catalog_app.embedding import embed_query, local_model
-
-        model = local_model()
-        texts = list(dict.fromkeys(q["q"] for q in self.queries))
-        for text in texts[:5]:
-            embed_query(self.config, text)
-            model.encode([text], normalize_embeddings=True, show_progress_bar=False)
-        vectors, service, raw = {}, [], []
-        for index, text in enumerate(progress(texts, desc=f"{self.size}: query embedding", unit="q")):
-            pair = [("service", lambda: embed_query(self.config, text)),
-                    ("raw", lambda: model.encode([text], normalize_embeddings=True, show_progress_bar=False))]
-            for name, call in (pair if index % 2 == 0 else pair[::-1]):
-                started = time.perf_counter()
-                value = call()
-                (service if name == "service" else raw).append(time.perf_counter() - started)
-                if name == "service":
-                    vectors[text] = value
-        result = {"service": latency_summary(service), "baseline": latency_summary(raw),
-                  "service_label": "catalog_app.embedding.embed_query (one text)",
-                  "baseline_label": "SentenceTransformer.encode([q], normalize_embeddings=True)"}
-        result["ratio_p50"] = result["service"]["p50_ms"] / result["baseline"]["p50_ms"]
-        return result, vectors
+        return setup.measure_query_embedding(self.config, list(dict.fromkeys(q["q"] for q in self.queries)),
+                                             f"{self.size}: query embedding")
 
     def call_retrieve(self, body: dict) -> dict:
         from retrieval_app.service import retrieve
@@ -156,8 +136,8 @@ class RetrieveBench:
             for call in calls:
                 _, results = replay(self.conn, call["statements"])
                 if call["ids"] and results:
-                    agreement.append(results[-1] >= call["ids"] if call["leg"] == "graph" else
-                                     results[-1] == call["ids"])
+                    ids = {str(value) for value in results[-1]}
+                    agreement.append(ids >= call["ids"] if call["leg"] == "graph" else ids == call["ids"])
             sizes.append({"entries": sum(len(v) for v in payload["sections"].values()),
                           "tokens": payload["compilation"]["totalTokens"],
                           "statements": sum(len(call["statements"]) for call in calls)})

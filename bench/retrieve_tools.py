@@ -1,5 +1,5 @@
 """Instrumentation of ``bench/retrieve.py``: the query-vector cache, the capture of the legs'
-SQL, its replay with plain psycopg, and stage timers around ``retrieve``'s helpers.
+SQL, and stage timers around ``retrieve``'s helpers.
 
 Every wrapper patches a name in ``retrieval_app.service`` (or ``search_app.engine.run``) for the
 duration of a ``with`` block and restores it after, so the timed passes run unwrapped code.
@@ -91,29 +91,6 @@ class LegCapture:
             calls, self.calls = self.calls, []
         order = list(LEGS.values())
         return sorted(calls, key=lambda call: order.index(call["leg"]))
-
-
-def replay(conn, statements) -> tuple[float, list[set]]:
-    """Run captured statements with plain psycopg; returns (seconds, ids of each query)."""
-    import psycopg
-
-    cursor = psycopg.ClientCursor(conn)
-    results, index = [], 0
-    started = time.perf_counter()
-    while index < len(statements):
-        sql, params = statements[index]
-        if sql.lstrip().startswith("SELECT set_config"):
-            with conn.transaction():
-                cursor.execute(sql, params)
-                cursor.fetchall()
-                cursor.execute(*statements[index + 1])
-                results.append({str(row[0]) for row in cursor.fetchall()})
-            index += 2
-        else:
-            cursor.execute(sql, params)
-            results.append({str(row[0]) for row in cursor.fetchall()})
-            index += 1
-    return time.perf_counter() - started, results
 
 
 class StageWrappers:

@@ -569,6 +569,61 @@ def main_embed(sizes: list[int], rows: tuple[int, int] | None = None) -> None:
         log(f"  {info}")
 
 
+def replay(conn, statements) -> tuple[float, list[list]]:
+    """Run captured ``(sql, params)`` statements with plain psycopg (client-side binding, like
+    Django's); a ``SELECT set_config`` runs in one transaction with the statement after it, as
+    the backend runs them. Returns (seconds, the first-column values of each query)."""
+    import psycopg
+
+    cursor = psycopg.ClientCursor(conn)
+    results, index = [], 0
+    started = time.perf_counter()
+    while index < len(statements):
+        sql, params = statements[index]
+        if sql.lstrip().startswith("SELECT set_config"):
+            with conn.transaction():
+                cursor.execute(sql, params)
+                cursor.fetchall()
+                cursor.execute(*statements[index + 1])
+                results.append([row[0] for row in cursor.fetchall()])
+            index += 2
+        else:
+            cursor.execute(sql, params)
+            results.append([row[0] for row in cursor.fetchall()])
+            index += 1
+    return time.perf_counter() - started, results
+
+
+def measure_query_embedding(config, texts: list[str], desc: str, passes: int = 1) -> tuple[dict, dict]:
+    """``embed_query`` beside a raw ``SentenceTransformer.encode`` of each text, alternating which
+    goes first; returns (latency summary with the ratio, the service's vector of each text)."""
+    from catalog_app.embedding import embed_query, local_model
+
+    model = local_model()
+
+    def raw(text):
+        return model.encode([text], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+
+    for text in texts[:5]:  # warm both paths
+        embed_query(config, text)
+        raw(text)
+    vectors, service, baseline = {}, [], []
+    for iteration in range(passes):
+        for index, text in enumerate(progress(texts, desc=f"{desc}, pass {iteration + 1}", unit="q")):
+            pair = [("service", lambda: embed_query(config, text)), ("raw", lambda: raw(text))]
+            for name, call in (pair if (iteration + index) % 2 == 0 else pair[::-1]):
+                started = time.perf_counter()
+                value = call()
+                (service if name == "service" else baseline).append(time.perf_counter() - started)
+                if name == "service":
+                    vectors[text] = value
+    result = {"service": latency_summary(service), "baseline": latency_summary(baseline),
+              "service_label": "catalog_app.embedding.embed_query (one text)",
+              "baseline_label": "SentenceTransformer.encode([q], normalize_embeddings=True)"}
+    result["ratio_p50"] = result["service"]["p50_ms"] / result["baseline"]["p50_ms"]
+    return result, vectors
+
+
 if __name__ == "__main__":
     import argparse
 
