@@ -11,12 +11,14 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
+from functools import partial
 from datetime import datetime
 
 from django.db import connection, transaction
 from psycopg.types.datetime import TimestamptzLoader
 
 from memseek_site.conf import memseek_setting
+from memseek_site.parallel import run_all
 
 from .bm25 import TERMS_JOIN, Bm25Stats, bm25_candidates, score_expression
 from .resolve import ResolvedSource
@@ -84,12 +86,15 @@ def candidate_ids(resolved: ResolvedSource, context: QueryContext, bm25: Bm25Sta
         return _recent(resolved, context, cap)
     if mode == "structured":
         return _structured(resolved, context, cap)
-    lexical = [_text(resolved, context, cap)]
+    lexical = [partial(_text, resolved, context, cap)]
     if bm25 is not None:
-        lexical.append(bm25_candidates(resolved, context.workspace_id, bm25, cap))
+        lexical.append(partial(bm25_candidates, resolved, context.workspace_id, bm25, cap))
     if mode == "text":
-        return interleave(lexical, cap)
-    return interleave([_vector(resolved, context, cap), *lexical, _recent(resolved, context, cap)], cap)
+        return interleave(run_all(lexical), cap)
+    # The channels are independent queries: run concurrently (memseek_site.parallel), merged in
+    # this fixed order whichever finishes first.
+    channels = [partial(_vector, resolved, context, cap), *lexical, partial(_recent, resolved, context, cap)]
+    return interleave(run_all(channels), cap)
 
 
 def interleave(channels, cap: int) -> list:

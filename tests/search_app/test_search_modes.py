@@ -2,6 +2,7 @@
 ranking contract, public scores, semantic and lexical recall, and how often the query is
 embedded (views-and-search "Choosing a search mode", "How to read score"; reference 7.2
 items 1-3 and 7)."""
+import threading
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -205,3 +206,34 @@ def test_a_query_over_the_length_limit_is_rejected(catalog, api, settings):
     response = api.post("/search", {"q": "x" * 11, "mode": "text"}, format="json")
     assert response.status_code == 422
     assert (response.json()["error"], response.json()["path"]) == ("query_too_long", "q")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_hybrid_channels_run_concurrently_and_merge_as_they_would_in_sequence(catalog, api, settings, monkeypatch):
+    from django.db import transaction
+
+    from search_app.engine import pg_backend
+
+    settings.MEMSEEK = {"TOUCH_ON_READ": False}
+    ingest_ready(catalog, [item("Budget draft for the offsite", occurred_at=at(0)),
+                           item("The budget needs another review", occurred_at=at(1)), item(UNRELATED[0], occurred_at=at(2))])
+    threads = set()
+    real_text = pg_backend._text
+
+    def recording(*args, **kwargs):
+        threads.add(threading.current_thread().name)
+        return real_text(*args, **kwargs)
+
+    monkeypatch.setattr(pg_backend, "_text", recording)
+    body = {"q": "budget review", "mode": "hybrid", "scope": {"collections": ["main"]}}
+    concurrent = search(api, body)
+    assert all(name.startswith("memseek-parallel-") for name in threads) and threads
+    threads.clear()
+    with transaction.atomic():
+        sequential = search(api, body)
+    assert threads == {threading.current_thread().name}
+    assert [hit["id"] for hit in concurrent["hits"]] == [hit["id"] for hit in sequential["hits"]]
+    # the recency term moves a little between the two calls
+    assert [hit["score"] for hit in concurrent["hits"]] == pytest.approx([hit["score"] for hit in sequential["hits"]])
+    assert len(concurrent["hits"]) == 3
+    assert concurrent["backend"] == sequential["backend"]  # the same candidates were proposed
