@@ -136,8 +136,11 @@ def use_bench_database(name: str) -> dict:
     from django.core.management import call_command
     from django.db import connections
 
+    from memseek_site import parallel
+
     old = connections["default"]
     old.close()
+    parallel.shutdown()  # its threads keep connections to the previous database otherwise
     new = dict(old.settings_dict, NAME=name)
     new["TEST"] = dict(new.get("TEST") or {}, NAME=f"test_{name}")
     admin = psycopg.connect(**_psycopg_params(dict(new, NAME="postgres")), autocommit=True)
