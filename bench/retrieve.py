@@ -216,15 +216,6 @@ class RetrieveBench:
         return {"query": query["q"], "plan": plan, "uses_hnsw_index": any("record_embedding_hnsw_" in line
                                                                           for line in plan)}
 
-    def measure_connect(self) -> dict:
-        """A new database connection, as each concurrent leg thread opens one per call."""
-        times = []
-        for _ in range(20):
-            started = time.perf_counter()
-            setup.raw_connection().close()
-            times.append(time.perf_counter() - started)
-        return latency_summary(times)
-
     def close(self) -> None:
         self.conn.close()
 
@@ -251,7 +242,6 @@ def run_size(args, size: int) -> dict:
             out["stages"] = bench.measure_stages()
             out["explain_vector"] = bench.explain_vector()
         out["vector_cache_misses"] = cache.misses
-        out["db_connect"] = bench.measure_connect()
     finally:
         settings.MEMSEEK = previous
         deleted, _ = Receipt.objects.filter(workspace=bench.workspace, created_at__gte=since).delete()
