@@ -175,16 +175,17 @@ def _enrich_batch(ids: list[str], final_attempt: bool, outcome: EnrichmentOutcom
                 result = _llm_result(processor, plan, final_attempt)
             if result is not None:
                 results[str(plan.record.pk)][processor.name] = result
-    now = timezone.now().isoformat()
+    writes = []
     for plan in plans:
         record_id = str(plan.record.pk)
         mine = results[record_id]
         if mine:
-            _write(plan, mine, now)
+            writes.append((plan, mine))
             outcome.written += len(mine)
             outcome.defaulted += sum(result.status != OK for result in mine.values())
         if len(mine) < len(plan.todo):
             outcome.deferred.append(record_id)
+    _write(writes, timezone.now().isoformat())
     outcome.ready += _mark_ready(plans)
 
 
@@ -384,7 +385,15 @@ WHERE r.id = %(id)s
 """
 
 
-def _write(plan: _Plan, results: dict[str, _Result], now: str) -> None:
+def _write(writes: list[tuple[_Plan, dict[str, _Result]]], now: str) -> None:
+    """Each record's results in one write-once UPDATE, the whole batch in one pipelined round trip."""
+    if writes:
+        with connection.cursor() as cursor:
+            cursor.executemany(_WRITE_ONCE, [{"payload": Jsonb(_payload(plan, results, now)), "id": plan.record.pk}
+                                             for plan, results in writes])
+
+
+def _payload(plan: _Plan, results: dict[str, _Result], now: str) -> dict:
     definitions = {definition.name: definition for definition in plan.todo}
     payload = {}
     for name, result in results.items():
@@ -397,8 +406,7 @@ def _write(plan: _Plan, results: dict[str, _Result], now: str) -> None:
         if result.error is not None:
             entry["error"] = result.error
         payload[name] = entry
-    with connection.cursor() as cursor:
-        cursor.execute(_WRITE_ONCE, {"payload": Jsonb(payload), "id": plan.record.pk})
+    return payload
 
 
 def _mark_ready(plans: list[_Plan]) -> list[str]:

@@ -277,7 +277,7 @@ def test_the_write_itself_refuses_to_overwrite_a_written_processor(llm_catalog, 
     note.refresh_from_db()
     before = (note.annotations, note.scores, note.annotation_meta, note.enrichment_error)
     processor = catalog_for_workspace(llm_catalog).value("processor", "importance")
-    enrichment._write(stale, {"importance": enrichment._score_result(processor, 9, "ok", error={"code": "x"})},
+    enrichment._write([(stale, {"importance": enrichment._score_result(processor, 9, "ok", error={"code": "x"})})],
                       timezone.now().isoformat())
     note.refresh_from_db()
     assert (note.annotations, note.scores, note.annotation_meta, note.enrichment_error) == before
