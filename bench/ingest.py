@@ -61,6 +61,7 @@ from django.db import connection  # noqa: E402
 from psycopg.types.json import Jsonb  # noqa: E402
 
 from bench.corpus import batches, make_records  # noqa: E402
+from bench.processes import stop_process  # noqa: E402
 from catalog_app.models import Workspace  # noqa: E402
 from catalog_app.services.catalog_load import catalog_load  # noqa: E402
 from catalog_app.services.workspaces import workspace_create  # noqa: E402
@@ -232,14 +233,7 @@ class Server:
 
     def stop(self) -> None:
         self.connection.close()
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.log.close()
+        stop_process(self.process, self.log, timeout_s=20)
 
 
 class CeleryWorker:
@@ -259,14 +253,7 @@ class CeleryWorker:
             time.sleep(0.2)
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.log.close()
+        stop_process(self.process, self.log, timeout_s=30)
 
 
 def broker_problem(url: str) -> str | None:

@@ -31,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.processes import stop_process
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
@@ -551,14 +553,7 @@ class Server:
         return [child.pid for child in psutil.Process(self.process.pid).children()]
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        self.log.close()
+        stop_process(self.process, self.log, timeout_s=30)
 
 
 def main_embed(sizes: list[int], rows: tuple[int, int] | None = None) -> None:
