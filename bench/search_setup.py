@@ -31,12 +31,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.processes import stop_process
-
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memseek_site.settings")
+
+from bench.processes import stop_process  # noqa: E402
 
 CACHE = ROOT / "bench" / ".cache"
 SEARCH_CATALOG = ROOT / "bench" / "catalogs" / "search"
