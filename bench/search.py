@@ -168,14 +168,14 @@ class SqlCapture:
         real = pg_backend.candidate_ids
         channels = {name: getattr(pg_backend, name) for name in self.CHANNELS}
 
-        def capturing(resolved, context, bm25=None):
-            ids = real(resolved, context, bm25)
+        def capturing(resolved, context, *, bm25=False):
+            ids, stats = real(resolved, context, bm25=bm25)
             with self.lock:
                 by_channel = self.pending.pop(id(resolved), {})
                 statements = [statement for name in self.CHANNELS for statement in by_channel.get(name, [])]
                 self.calls.append({"source": resolved.source.name, "mode": resolved.source.mode,
                                    "cap": resolved.source.candidate_cap(), "statements": statements, "ids": ids})
-            return ids
+            return ids, stats
 
         pg_backend.candidate_ids = capturing
         for name, function in channels.items():
@@ -276,7 +276,7 @@ def _channel_rank(sql: str) -> int:
         return 0
     if "ts_rank_cd" in sql:
         return 1
-    if "bm25_tf ?|" in sql:
+    if "WITH d AS MATERIALIZED" in sql:  # bm25_candidates
         return 2
     return 3
 

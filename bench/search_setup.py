@@ -570,7 +570,8 @@ def main_embed(sizes: list[int], rows: tuple[int, int] | None = None) -> None:
 def replay(conn, statements) -> tuple[float, list[list]]:
     """Run captured ``(sql, params)`` statements with plain psycopg (client-side binding, like
     Django's); a ``SELECT set_config`` runs in one transaction with the statement after it, as
-    the backend runs them. Returns (seconds, the first-column values of each query)."""
+    the backend runs them. Returns (seconds, the non-null first-column values of each query: the
+    BM25 channel answers one row with a NULL id when nothing matches)."""
     import psycopg
 
     cursor = psycopg.ClientCursor(conn)
@@ -583,19 +584,24 @@ def replay(conn, statements) -> tuple[float, list[list]]:
                 cursor.execute(sql, params)
                 cursor.fetchall()
                 cursor.execute(*statements[index + 1])
-                results.append([row[0] for row in cursor.fetchall()])
+                results.append([row[0] for row in cursor.fetchall() if row[0] is not None])
             index += 2
         else:
             cursor.execute(sql, params)
-            results.append([row[0] for row in cursor.fetchall()])
+            results.append([row[0] for row in cursor.fetchall() if row[0] is not None])
             index += 1
     return time.perf_counter() - started, results
 
 
 def measure_query_embedding(config, texts: list[str], desc: str, passes: int = 1) -> tuple[dict, dict]:
-    """``embed_query`` beside a raw ``SentenceTransformer.encode`` of each text, alternating which
-    goes first; returns (latency summary with the ratio, the service's vector of each text)."""
-    from catalog_app.embedding import embed_query, local_model
+    """The service's embedding of one query beside a raw ``SentenceTransformer.encode`` of each
+    text, alternating which goes first; returns (latency summary with the ratio, the service's
+    vector of each text). The service side is ``embed_texts`` on one text, which is what
+    ``embed_query`` runs on a miss of its query-vector cache (every pass would hit it)."""
+    from catalog_app.embedding import embed_texts, local_model
+
+    def embed_query(config, text):
+        return embed_texts(config, [text])[0]
 
     model = local_model()
 
@@ -616,7 +622,7 @@ def measure_query_embedding(config, texts: list[str], desc: str, passes: int = 1
                 if name == "service":
                     vectors[text] = value
     result = {"service": latency_summary(service), "baseline": latency_summary(baseline),
-              "service_label": "catalog_app.embedding.embed_query (one text)",
+              "service_label": "catalog_app.embedding.embed_texts (one text: embed_query's cache miss)",
               "baseline_label": "SentenceTransformer.encode([q], normalize_embeddings=True)"}
     result["ratio_p50"] = result["service"]["p50_ms"] / result["baseline"]["p50_ms"]
     return result, vectors

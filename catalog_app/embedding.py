@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 
 from memseek_site.conf import memseek_setting
@@ -21,6 +22,8 @@ from .text import truncate_middle
 
 _model = None
 _model_lock = threading.Lock()
+_query_cache: OrderedDict[tuple, tuple[float, ...]] = OrderedDict()
+_query_cache_lock = threading.Lock()
 
 
 class EmbeddingUnavailable(ProviderError):
@@ -56,11 +59,28 @@ def embed_texts(config: EmbeddingConfig, texts: Sequence[str]) -> list[list[floa
 
 
 def embed_query(config: EmbeddingConfig, text: str) -> list[float]:
-    """The vector of one query text, in the same space as stored records (one provider call).
+    """The vector of one query text, in the same space as stored records: one provider call,
+    or none when the same text was embedded for the same space recently (the newest
+    ``QUERY_EMBEDDING_CACHE`` query vectors of the process are kept; 0 keeps none).
 
     Raises ``EmbeddingUnavailable``.
     """
-    return embed_texts(config, [text])[0]
+    size = memseek_setting("QUERY_EMBEDDING_CACHE")
+    if size <= 0:
+        return embed_texts(config, [text])[0]
+    key = (config.space, config.provider.adapter, config.provider.base_url, config.model, config.dimensions,
+           config.max_text_chars, text)
+    with _query_cache_lock:
+        cached = _query_cache.get(key)
+        if cached is not None:
+            _query_cache.move_to_end(key)
+            return list(cached)
+    vector = embed_texts(config, [text])[0]
+    with _query_cache_lock:
+        _query_cache[key] = tuple(vector)
+        while len(_query_cache) > size:
+            _query_cache.popitem(last=False)
+    return vector
 
 
 def embedding_batch_size(config: EmbeddingConfig) -> int:

@@ -1,8 +1,9 @@
 """Exact BM25 (``bm25_v1`` of lexical-search.md) as a rank signal and a candidate channel.
 
-Statistics come from the search's own scope and typed filters, counted in one pass: N (the
-records in scope), df of each query term and the average length. Scores use the fixed
-formula with k1 = 1.2 and b = 0.75:
+Statistics come from the search's own scope and typed filters: N (the records in scope), df of
+each query term and the average length. The candidate channel counts them and scores the
+records in the same statement, reading each record's term frequencies once. Scores use the
+fixed formula with k1 = 1.2 and b = 0.75:
 
     idf(t) = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
     score  = sum(idf(t) * tf(t) * 2.2 / (tf(t) + 1.2 * (0.25 + 0.75 * length / average_length)))
@@ -24,11 +25,15 @@ from .sql_scope import RECORD, filter_clause, scope_clause
 
 K1 = 1.2
 B = 0.75
-# The record's term frequencies, detoasted once per row: every ``?`` and ``->>`` on the stored
-# (usually TOASTed) jsonb would otherwise decompress it again, twice per query term. Join it
-# after ``FROM catalog_app_record r`` and read ``b.bm25_tf`` / ``b.bm25_length``.
-TERMS = "b"
-TERMS_JOIN = f"CROSS JOIN LATERAL (SELECT r.bm25_tf || '{{}}'::jsonb AS bm25_tf, r.bm25_length OFFSET 0) AS {TERMS}"
+
+
+def terms_join(terms: tuple[str, ...]) -> tuple[str, list]:
+    """A LATERAL join (after ``FROM catalog_app_record r``) giving ``b.length`` and ``b.t0``,
+    ``b.t1``, ... (each query term's frequency in the record, NULL when absent). The stored
+    (usually TOASTed) jsonb is decompressed once per row, not once per term and use."""
+    columns = "".join(f", (j.tf ->> %s)::float8 AS t{i}" for i in range(len(terms)))
+    return (f"CROSS JOIN LATERAL (SELECT j.length{columns} FROM (SELECT r.bm25_tf || '{{}}'::jsonb AS tf, "
+            f"r.bm25_length AS length OFFSET 0) j) b"), list(terms)
 
 
 def idf(n: int, df: int) -> float:
@@ -38,6 +43,12 @@ def idf(n: int, df: int) -> float:
 def bm25_term_score(tf: float, length: float, average_length: float, term_idf: float) -> float:
     """One term's contribution; the pure form of the SQL expression below."""
     return term_idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / average_length))
+
+
+def _term_sql(i: int, idf_sql: str, average_sql: str, alias: str = "b") -> str:
+    """Term ``i``'s contribution over the columns of ``terms_join`` (or a relation copying them)."""
+    tf = f"COALESCE({alias}.t{i}, 0)"
+    return f"({idf_sql} * {tf} * {K1 + 1} / ({tf} + {K1} * ({1 - B} + {B} * {alias}.length / {average_sql})))"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,43 +63,47 @@ class Bm25Stats:
         return bool(self.terms) and self.n > 0 and self.average_length > 0
 
 
-def bm25_stats(resolved: ResolvedSource, workspace_id: int, q: str) -> Bm25Stats:
-    """N, df and average length over the source's scope and filters, in one scan."""
-    terms = tuple(bm25_query_terms(q or ""))
-    scope_sql, scope_params = scope_clause(resolved, workspace_id)
-    filter_sql, filter_params = filter_clause(resolved)
-    dfs = ", ".join(f"count(*) FILTER (WHERE {TERMS}.bm25_tf ? %s)" for _ in terms)
-    sql = (f"SELECT count(*), coalesce(avg(r.bm25_length), 0){', ' + dfs if terms else ''} "
-           f"FROM {RECORD} r {TERMS_JOIN if terms else ''} WHERE {scope_sql} AND {filter_sql}")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*terms, *scope_params, *filter_params])
-        row = cursor.fetchone()
-    n, average = int(row[0]), float(row[1])
-    return Bm25Stats(terms, n, average, tuple(idf(n, int(df)) for df in row[2:]))
+def _stats(terms: tuple[str, ...], n, average, dfs) -> Bm25Stats:
+    n = int(n)
+    return Bm25Stats(terms, n, float(average), tuple(idf(n, int(df)) for df in dfs))
 
 
-def score_expression(stats: Bm25Stats, alias: str = TERMS) -> tuple[str, list]:
+def score_expression(stats: Bm25Stats) -> tuple[str, list]:
     """SQL for the record's BM25 score under ``stats`` (0 when it shares no term), reading the
-    columns of ``alias`` (by default the ``TERMS_JOIN`` the query must then include)."""
+    columns of ``terms_join(stats.terms)``, which the query must include."""
     if not stats.usable:
         return "0::float8", []
     parts, params = [], []
-    for term, term_idf in zip(stats.terms, stats.idf):
-        tf = f"COALESCE(({alias}.bm25_tf ->> %s)::float8, 0)"
-        parts.append(f"(%s * {tf} * {K1 + 1} / ({tf} + {K1} * ({1 - B} + {B} * {alias}.bm25_length / %s)))")
-        params.extend([term_idf, term, term, stats.average_length])
+    for i, term_idf in enumerate(stats.idf):
+        parts.append(_term_sql(i, "%s", "%s"))
+        params.extend([term_idf, stats.average_length])
     return "(" + " + ".join(parts) + ")", params
 
 
-def bm25_candidates(resolved: ResolvedSource, workspace_id: int, stats: Bm25Stats, cap: int) -> list:
-    """The ``cap`` best records by exact BM25 among those sharing a query term."""
-    if not stats.usable:
-        return []
+def bm25_candidates(resolved: ResolvedSource, workspace_id: int, q: str, cap: int) -> tuple[Bm25Stats, list]:
+    """The statistics of ``q`` over the source's scope and the ``cap`` best records by exact
+    BM25 among those sharing a query term, from one statement (one pass over the scope)."""
+    terms = tuple(bm25_query_terms(q or ""))
+    if not terms:
+        return Bm25Stats((), 0, 0.0, ()), []
     scope_sql, scope_params = scope_clause(resolved, workspace_id)
     filter_sql, filter_params = filter_clause(resolved)
-    score, score_params = score_expression(stats)
-    sql = (f"SELECT r.id FROM {RECORD} r {TERMS_JOIN} WHERE r.bm25_tf ?| %s AND {scope_sql} AND {filter_sql} "
-           f"ORDER BY {score} DESC, r.id ASC LIMIT %s")
+    join, join_params = terms_join(terms)
+    tcols = "".join(f", b.t{i}" for i in range(len(terms)))
+    dfs = "".join(f", count(d.t{i})::float8 AS df{i}" for i in range(len(terms)))
+    # idf computed in float8 exactly as ``idf`` does in Python (the reload scores with those).
+    score = " + ".join(_term_sql(i, f"ln(1 + (s.n - s.df{i} + 0.5) / (s.df{i} + 0.5))", "s.average", "d")
+                       for i in range(len(terms)))
+    shares_a_term = " OR ".join(f"d.t{i} IS NOT NULL" for i in range(len(terms)))
+    sql = (f"WITH d AS MATERIALIZED (SELECT r.id, b.length{tcols} FROM {RECORD} r {join} "
+           f"WHERE {scope_sql} AND {filter_sql}), "
+           f"s AS (SELECT count(*)::float8 AS n, coalesce(avg(d.length), 0)::float8 AS average{dfs} FROM d) "
+           f"SELECT c.id, s.* FROM s LEFT JOIN LATERAL (SELECT d.id, {score} AS score FROM d "
+           f"WHERE ({shares_a_term}) AND s.average > 0 ORDER BY score DESC, d.id ASC LIMIT %s) c ON true "
+           f"ORDER BY c.score DESC, c.id ASC")
     with connection.cursor() as cursor:
-        cursor.execute(sql, [list(stats.terms), *scope_params, *filter_params, *score_params, cap])
-        return [row[0] for row in cursor.fetchall()]
+        cursor.execute(sql, [*join_params, *scope_params, *filter_params, cap])
+        rows = cursor.fetchall()
+    # One row per candidate (the statistics repeated), or one row with a NULL id when none.
+    stats = _stats(terms, rows[0][1], rows[0][2], rows[0][3:])
+    return stats, [row[0] for row in rows if row[0] is not None]

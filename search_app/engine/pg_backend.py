@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from datetime import datetime
 
@@ -20,7 +20,7 @@ from psycopg.types.datetime import TimestamptzLoader
 from memseek_site.conf import memseek_setting
 from memseek_site.parallel import run_all
 
-from .bm25 import TERMS_JOIN, Bm25Stats, bm25_candidates, score_expression
+from .bm25 import Bm25Stats, bm25_candidates, score_expression, terms_join
 from .resolve import ResolvedSource
 from .sql_scope import RECORD, filter_clause, order_clause, scope_clause
 
@@ -61,8 +61,8 @@ class CanonicalRow:
     type: str
     key: str | None
     status: str
-    text: str
-    content: dict
+    text: str | None  # None until ``with_bodies`` when reloaded without bodies
+    content: dict | None
     scores: dict
     annotations: dict
     depth: int
@@ -75,26 +75,30 @@ class CanonicalRow:
     bm25: float | None
 
 
-def candidate_ids(resolved: ResolvedSource, context: QueryContext, bm25: Bm25Stats | None = None) -> list[uuid.UUID]:
-    """At most the source's candidate cap of ids, in the mode's proposal order. With ``bm25``
-    statistics (the rank reads the bm25 signal), exact-BM25 candidates join the text channel."""
+def candidate_ids(resolved: ResolvedSource, context: QueryContext, *,
+                  bm25: bool = False) -> tuple[list[uuid.UUID], Bm25Stats | None]:
+    """At most the source's candidate cap of ids, in the mode's proposal order, and with
+    ``bm25`` (the rank reads the bm25 signal; text and hybrid mode) the source's BM25
+    statistics, whose exact-BM25 candidates join the text channel."""
     mode = resolved.source.mode
     cap = resolved.source.candidate_cap()
-    if mode == "vector":
-        return _vector(resolved, context, cap)
-    if mode == "recent":
-        return _recent(resolved, context, cap)
-    if mode == "structured":
-        return _structured(resolved, context, cap)
-    lexical = [partial(_text, resolved, context, cap)]
-    if bm25 is not None:
-        lexical.append(partial(bm25_candidates, resolved, context.workspace_id, bm25, cap))
-    if mode == "text":
-        return interleave(run_all(lexical), cap)
+    if mode in ("vector", "recent", "structured"):  # bm25 is a text and hybrid signal (spec check)
+        return {"vector": _vector, "recent": _recent, "structured": _structured}[mode](resolved, context, cap), None
     # The channels are independent queries: run concurrently (memseek_site.parallel), merged in
     # this fixed order whichever finishes first.
-    channels = [partial(_vector, resolved, context, cap), *lexical, partial(_recent, resolved, context, cap)]
-    return interleave(run_all(channels), cap)
+    lexical = [partial(_text, resolved, context, cap)]
+    if bm25:
+        lexical.append(partial(bm25_candidates, resolved, context.workspace_id, context.q, cap))
+    if mode == "hybrid":
+        channels = [partial(_vector, resolved, context, cap), *lexical, partial(_recent, resolved, context, cap)]
+    else:
+        channels = lexical
+    results = run_all(channels)
+    stats = None
+    if bm25:
+        position = channels.index(lexical[-1])
+        stats, results[position] = results[position]
+    return interleave(results, cap), stats
 
 
 def interleave(channels, cap: int) -> list:
@@ -157,15 +161,18 @@ def _structured(resolved: ResolvedSource, context: QueryContext, cap: int) -> li
         return [row[0] for row in cursor.fetchall()]
 
 
-_COLUMNS = ("r.id, r.seq, r.collection, r.collection_version, r.entity, r.type, r.key, r.status, r.text, r.content, "
+_COLUMNS = ("r.id, r.seq, r.collection, r.collection_version, r.entity, r.type, r.key, r.status, {bodies}, "
             "r.scores, r.annotations, r.depth, r.occurred_at, r.created_at, r.last_accessed, r.run_id")
+_BODIES = "r.text, r.content"
+_NO_BODIES = "NULL::text, NULL::jsonb"
 
 
 def reload_rows(resolved: ResolvedSource, context: QueryContext, ids: list[uuid.UUID],
-                bm25: Bm25Stats | None = None) -> list[CanonicalRow]:
+                bm25: Bm25Stats | None = None, *, bodies: bool = True) -> list[CanonicalRow]:
     """Fetch the proposed ids again under the source's scope, with similarity, text_match and
     (given statistics) bm25 recomputed from canonical data for the modes that use them. Order
-    follows ``ids``."""
+    follows ``ids``. With ``bodies=False`` text and content are left out (None): ranking reads
+    neither, and ``with_bodies`` fetches them for the rows that are kept."""
     if not ids:
         return []
     mode = resolved.source.mode
@@ -183,22 +190,38 @@ def reload_rows(resolved: ResolvedSource, context: QueryContext, ids: list[uuid.
         params.append(context.q)
     else:
         text_match = "NULL::float4"
+    join, join_params = terms_join(bm25.terms) if bm25 is not None and bm25.usable else ("", [])
     bm25_sql, bm25_params = score_expression(bm25) if bm25 is not None else ("NULL::float8", [])
     params.extend(bm25_params)
-    sql = (f"SELECT {_COLUMNS}, {similarity} AS similarity, {text_match} AS text_match, {bm25_sql} AS bm25 "
-           f"FROM {RECORD} r {TERMS_JOIN if bm25 is not None else ''} WHERE r.id = ANY(%s::uuid[]) AND {scope_sql}")
+    columns = _COLUMNS.format(bodies=_BODIES if bodies else _NO_BODIES)
+    sql = (f"SELECT {columns}, {similarity} AS similarity, {text_match} AS text_match, {bm25_sql} AS bm25 "
+           f"FROM {RECORD} r {join} WHERE r.id = ANY(%s::uuid[]) AND {scope_sql}")
     with connection.cursor() as cursor:
         # psycopg's C loader instead of Django's Python one: the session is UTC (Django sets it),
         # so the values are the same aware datetimes, read several times faster.
         cursor.cursor.adapters.register_loader("timestamptz", TimestamptzLoader)
-        cursor.execute(sql, [*params, list(ids), *scope_params])
+        cursor.execute(sql, [*params, *join_params, list(ids), *scope_params])
         rows = {row[0]: _canonical(row) for row in cursor.fetchall()}
     return [rows[i] for i in ids if i in rows]
 
 
+def with_bodies(rows: list[CanonicalRow]) -> list[CanonicalRow]:
+    """``rows`` with text and content read for those reloaded without them (a record's text and
+    content never change after insert, so reading them after the reload is the same read)."""
+    missing = [row.id for row in rows if row.content is None]
+    if not missing:
+        return rows
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT r.id, r.text, r.content FROM {RECORD} r WHERE r.id = ANY(%s::uuid[])", [missing])
+        found = {row[0]: (row[1], json.loads(row[2])) for row in cursor.fetchall()}
+    return [row if row.content is not None else replace(row, text=found[row.id][0], content=found[row.id][1])
+            for row in rows]
+
+
 def _canonical(row) -> CanonicalRow:
     # Django's connection loads jsonb as text (JSONField decodes it); raw queries decode here.
-    content, scores, annotations = (json.loads(value) for value in row[9:12])
+    content = None if row[9] is None else json.loads(row[9])
+    scores, annotations = json.loads(row[10]), json.loads(row[11])
     return CanonicalRow(*row[:9], content, scores, annotations, *row[12:17], similarity=_float(row[17]),
                         text_match=_float(row[18]), bm25=_float(row[19]))
 

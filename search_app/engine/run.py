@@ -23,7 +23,6 @@ from memseek_site.parallel import run_all
 
 from . import pg_backend
 from .fusion import apply_boost, order_fused, rrf_fuse
-from .bm25 import bm25_stats
 from .rank_evaluate import RankEvaluationError, Signals, evaluate_rank
 from .rank_expression import rank_signals
 from .recheck import passes_filters, typed_value
@@ -134,11 +133,12 @@ def _run_sources(resolved, run_one) -> tuple[SourceRun, ...]:
 
 
 def _run_source(spec: SearchSpec, resolved: ResolvedSource, context, now: datetime, models, score_names) -> SourceRun:
-    bm25 = None
-    if resolved.rank is not None and "bm25" in rank_signals(resolved.rank):
-        bm25 = bm25_stats(resolved, context.workspace_id, context.q)
-    ids = pg_backend.candidate_ids(resolved, context, bm25)
-    survivors = [row for row in pg_backend.reload_rows(resolved, context, ids, bm25)
+    reads_bm25 = resolved.rank is not None and "bm25" in rank_signals(resolved.rank)
+    ids, bm25 = pg_backend.candidate_ids(resolved, context, bm25=reads_bm25)
+    # Text and content are read only for the rows kept, unless the recheck, the structured
+    # order or the rerank prompt reads them for every survivor.
+    bodies = bool(resolved.source.where) or resolved.source.mode == "structured" or spec.rerank is not None
+    survivors = [row for row in pg_backend.reload_rows(resolved, context, ids, bm25, bodies=bodies)
                  if passes_filters(row, resolved)]
     judged = 0
     if resolved.source.mode == "structured":
@@ -161,7 +161,10 @@ def _run_source(spec: SearchSpec, resolved: ResolvedSource, context, now: dateti
     keep = resolved.source.k
     if spec.graph_boost is not None and not spec.fused:
         keep = min(100, max(resolved.source.k, resolved.source.candidate_cap()))
-    return SourceRun(resolved, len(ids), tuple(ranked), tuple(ranked[:keep]), judged)
+    cut = ranked[:keep]
+    if not bodies:
+        cut = [RankedRow(row, r.value) for r, row in zip(cut, pg_backend.with_bodies([r.row for r in cut]))]
+    return SourceRun(resolved, len(ids), tuple(ranked), tuple(cut), judged)
 
 
 def _evaluate(node, signals, now, path: str) -> list[float]:

@@ -143,3 +143,37 @@ def test_calls_group_texts_by_length_but_vectors_keep_input_order():
     one_by_one = [embed_texts(LOCAL, [text])[0] for text in texts]
     for joint, single in zip(together, one_by_one):
         assert cosine(joint, single) == pytest.approx(1.0, abs=1e-4)
+
+
+def test_a_repeated_query_text_is_embedded_once(server):
+    config = http_config(server.base_url)
+    first = embed_query(config, "where is my parcel")
+    again = embed_query(config, "where is my parcel")
+    embed_query(config, "a different question")
+    assert again == first
+    assert [request.body["input"] for request in server.requests] == [["where is my parcel"],
+                                                                      ["a different question"]]
+
+
+def test_the_query_cache_keeps_only_the_newest_vectors(server, settings):
+    settings.MEMSEEK = {"QUERY_EMBEDDING_CACHE": 2}
+    config = http_config(server.base_url)
+    for text in ("one", "two", "three", "one"):
+        embed_query(config, text)
+    assert [request.body["input"] for request in server.requests] == [["one"], ["two"], ["three"], ["one"]]
+
+
+def test_the_query_cache_is_per_embedding_space(server):
+    embed_query(http_config(server.base_url), "same words")
+    other_space = EmbeddingConfig(http_config(server.base_url).provider, "text-embedding-test", 384, "remote-v2",
+                                  256, 16000)
+    embed_query(other_space, "same words")
+    assert len(server.requests) == 2
+
+
+def test_a_query_cache_of_zero_embeds_every_time(server, settings):
+    settings.MEMSEEK = {"QUERY_EMBEDDING_CACHE": 0}
+    config = http_config(server.base_url)
+    embed_query(config, "again")
+    embed_query(config, "again")
+    assert len(server.requests) == 2

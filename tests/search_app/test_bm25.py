@@ -79,3 +79,23 @@ def test_bm25_is_rejected_outside_text_and_hybrid(api, catalog):
     response = api.post("/search", {"q": "x", "mode": "vector", "rank": ["bm25"]}, format="json")
     assert response.status_code == 422
     assert response.json()["path"] == "rank"
+
+
+def test_bm25_in_hybrid_mode_scores_with_the_same_scope_statistics(api, catalog, workspace):
+    items = [{"entity": "ops", "collection": "outcomes", "type": "note", "text": text, "scores": {"confidence": 1}}
+             for text in CORPUS]
+    items.append({"entity": "elsewhere", "collection": "outcomes", "type": "note", "text": "retry retry retry",
+                  "scores": {"confidence": 1}})
+    record_ingest_batch(workspace=workspace, items=items)
+    query = "ZX17 retry failure"
+    response = api.post("/search", {"q": query, "mode": "hybrid", "rank": ["bm25"], "k": 10, "include": ["text"],
+                                    "scope": {"collections": ["outcomes"], "entities": ["ops"]}}, format="json")
+    assert response.status_code == 200, response.json()
+    hits = response.json()["hits"]
+    expected = dict(zip(CORPUS, _expected_scores(query, CORPUS)))
+    # the recent channel proposes every record; those sharing no term score 0 and come last
+    assert {hit["text"] for hit in hits} == set(CORPUS)
+    assert [hit["rank_score"] > 0 for hit in hits] == [True, True, False, False]
+    for hit in hits:
+        assert hit["rank_score"] == pytest.approx(expected[hit["text"]], rel=1e-9)
+    assert [hit["rank_score"] for hit in hits] == sorted((hit["rank_score"] for hit in hits), reverse=True)
