@@ -48,11 +48,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.quality_common import (RESULTS, ROOT, Configuration, bench_workspace, bm25s_plain,  # noqa: E402
-                                  bm25s_stemmed, brute_force, ensure_migrated, environment, environment_line,
-                                  ingest, ir_metrics, ir_run, log, markdown_table, query_vectors, quiet_reads,
-                                  rrf, run_configuration, set_torch_threads, sha256_of, stored_embeddings,
-                                  wait_ready, write_json)
+from bench.quality_common import (RESULTS, ROOT, Configuration, add_configs_argument, bench_workspace,  # noqa: E402
+                                  bm25s_plain, bm25s_stemmed, brute_force, ensure_migrated, environment,
+                                  environment_line, ingest, ir_metrics, ir_run, log, markdown_table, query_vectors,
+                                  quiet_reads, rrf, run_configuration, selected_configurations, set_torch_threads,
+                                  sha256_of, stored_embeddings, wait_ready, write_json)
 
 DEFAULT_DATA = Path("/work/shared/bench/locomo/locomo-dev.json")
 CATALOG = ROOT / "bench" / "catalogs" / "locomo"
@@ -78,9 +78,11 @@ CONFIGURATIONS = [
     Configuration("rrf", "view turns_rrf: RRF(bm25, vector), constant 60", "view",
                   {"q": "{q}", "entity": "{entity}", "k": K}, view="turns_rrf", group="fused"),
     Configuration("rrf_c10", "view turns_rrf_c10: RRF(bm25, vector), constant 10 (tuned)", "view",
-                  {"q": "{q}", "entity": "{entity}", "k": K}, view="turns_rrf_c10", group="fused"),
+                  {"q": "{q}", "entity": "{entity}", "k": K}, view="turns_rrf_c10", group="fused",
+                  extra=True),
     Configuration("rrf3", "view turns_rrf3: RRF(text_match, bm25, vector), constant 10 (tuned)", "view",
-                  {"q": "{q}", "entity": "{entity}", "k": K}, view="turns_rrf3", group="fused"),
+                  {"q": "{q}", "entity": "{entity}", "k": K}, view="turns_rrf3", group="fused",
+                  extra=True),
     Configuration("mix", "view turns_mix: hybrid, .25 bm25 + .25 text_match + .5 similarity (tuned)", "view",
                   {"q": "{q}", "entity": "{entity}", "k": K}, view="turns_mix", group="fused"),
 ]
@@ -303,9 +305,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS, help="results directory (default bench/results)")
     parser.add_argument("--size", type=int, default=None, help="use only the first N conversations")
     parser.add_argument("--format", choices=FORMATS, default="dated", help="record text format (default dated)")
-    parser.add_argument("--configs", default=None,
-                        help="comma list of service configurations to run (default all: "
-                             + ", ".join(c.name for c in CONFIGURATIONS) + ")")
+    add_configs_argument(parser, CONFIGURATIONS)
     parser.add_argument("--keep", action="store_true", help="keep the workspace (prints its name and key)")
     parser.add_argument("--name", default="locomo", help="output file stem (default locomo)")
     parser.add_argument("--workers", type=int, default=2,
@@ -317,13 +317,7 @@ def main(argv=None) -> int:
     if args.size is not None and args.size < 1:
         parser.error("--size must be positive")
 
-    selected = CONFIGURATIONS
-    if args.configs:
-        wanted = [name.strip() for name in args.configs.split(",") if name.strip()]
-        unknown = sorted(set(wanted) - {c.name for c in CONFIGURATIONS})
-        if unknown:
-            parser.error(f"unknown configuration(s) {', '.join(unknown)}")
-        selected = [c for c in CONFIGURATIONS if c.name in wanted]
+    selected = selected_configurations(parser, CONFIGURATIONS, args.configs)
 
     started = time.perf_counter()
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")

@@ -336,6 +336,7 @@ class Configuration:
     view: str | None = None
     group: str = "service"
     note: str = ""
+    extra: bool = False  # a tuned variant kept for exploration: run with --configs NAME or all
 
     def request(self, q: str, entity: str | None = None) -> tuple[str, dict]:
         body = _fill(self.template, {"q": q, "entity": entity})
@@ -353,6 +354,28 @@ class Configuration:
         if self.note:
             out["note"] = self.note
         return out
+
+
+def add_configs_argument(parser, configurations: list[Configuration]) -> None:
+    defaults = ", ".join(c.name for c in configurations if not c.extra)
+    extras = ", ".join(c.name for c in configurations if c.extra)
+    parser.add_argument("--configs", default=None,
+                        help=f"comma list of service configurations, or all (default: {defaults}; "
+                             f"also available: {extras or 'none'})")
+
+
+def selected_configurations(parser, configurations: list[Configuration], value: str | None) -> list[Configuration]:
+    """The configurations ``--configs`` names (all of them for ``all``; by default every one
+    not marked ``extra``), in definition order."""
+    if value is None:
+        return [c for c in configurations if not c.extra]
+    wanted = [name.strip() for name in value.split(",") if name.strip()]
+    if wanted == ["all"]:
+        return list(configurations)
+    unknown = sorted(set(wanted) - {c.name for c in configurations})
+    if unknown:
+        parser.error(f"unknown configuration(s) {', '.join(unknown)}")
+    return [c for c in configurations if c.name in wanted]
 
 
 def _fill(value, slots: dict):

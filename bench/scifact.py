@@ -39,11 +39,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.quality_common import (RESULTS, ROOT, Configuration, bench_workspace, bm25s_plain,  # noqa: E402
-                                  bm25s_plain_scores, bm25s_stemmed, brute_force, ensure_migrated, environment,
-                                  environment_line, fmt, ingest, ir_metrics, ir_run, log, markdown_table, minmax_mix,
-                                  overlap_at, query_vectors, quiet_reads, rrf, run_configuration, set_torch_threads,
-                                  sha256_of, stored_embeddings, wait_ready, write_json)
+from bench.quality_common import (RESULTS, ROOT, Configuration, add_configs_argument, bench_workspace,  # noqa: E402
+                                  bm25s_plain, bm25s_plain_scores, bm25s_stemmed, brute_force, ensure_migrated,
+                                  environment, environment_line, fmt, ingest, ir_metrics, ir_run, log, markdown_table,
+                                  minmax_mix, overlap_at, query_vectors, quiet_reads, rrf, run_configuration,
+                                  selected_configurations, set_torch_threads, sha256_of, stored_embeddings, wait_ready,
+                                  write_json)
 
 DEFAULT_DATA = Path("/work/shared/bench/beir-scifact")
 CATALOG = ROOT / "bench" / "catalogs" / "scifact"
@@ -75,7 +76,7 @@ CONFIGURATIONS = [
     Configuration("rrf", "view abstracts_rrf: RRF(bm25, vector), constant 60", "view",
                   {"q": "{q}", "k": K}, view="abstracts_rrf", group="fused"),
     Configuration("rrf_c10", "view abstracts_rrf_c10: RRF(bm25, vector), constant 10 (tuned)", "view",
-                  {"q": "{q}", "k": K}, view="abstracts_rrf_c10", group="fused"),
+                  {"q": "{q}", "k": K}, view="abstracts_rrf_c10", group="fused", extra=True),
     Configuration("mix", "view abstracts_mix: hybrid, .4 bm25 + .6 similarity (tuned)", "view",
                   {"q": "{q}", "k": K}, view="abstracts_mix", group="fused"),
 ]
@@ -320,9 +321,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=RESULTS, help="results directory (default bench/results)")
     parser.add_argument("--size", type=int, default=None, help="ingest only the first N abstracts")
     parser.add_argument("--queries", type=int, default=None, help="ask only the first N queries")
-    parser.add_argument("--configs", default=None,
-                        help="comma list of service configurations to run (default all: "
-                             + ", ".join(c.name for c in CONFIGURATIONS) + ")")
+    add_configs_argument(parser, CONFIGURATIONS)
     parser.add_argument("--keep", action="store_true", help="keep the workspace (prints its name and key)")
     parser.add_argument("--name", default="scifact", help="output file stem (default scifact)")
     parser.add_argument("--workers", type=int, default=2,
@@ -334,13 +333,7 @@ def main(argv=None) -> int:
     if args.size is not None and args.size < 1 or args.queries is not None and args.queries < 1:
         parser.error("--size and --queries must be positive")
 
-    selected = CONFIGURATIONS
-    if args.configs:
-        wanted = [name.strip() for name in args.configs.split(",") if name.strip()]
-        unknown = sorted(set(wanted) - {c.name for c in CONFIGURATIONS})
-        if unknown:
-            parser.error(f"unknown configuration(s) {', '.join(unknown)}")
-        selected = [c for c in CONFIGURATIONS if c.name in wanted]
+    selected = selected_configurations(parser, CONFIGURATIONS, args.configs)
 
     started = time.perf_counter()
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")

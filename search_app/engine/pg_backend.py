@@ -168,9 +168,10 @@ _NO_BODIES = "NULL::text, NULL::jsonb"
 
 
 def reload_rows(resolved: ResolvedSource, context: QueryContext, ids: list[uuid.UUID],
-                bm25: Bm25Stats | None = None, *, bodies: bool = True) -> list[CanonicalRow]:
-    """Fetch the proposed ids again under the source's scope, with similarity, text_match and
-    (given statistics) bm25 recomputed from canonical data for the modes that use them. Order
+                bm25: Bm25Stats | None = None, *, reads: frozenset[str], bodies: bool = True) -> list[CanonicalRow]:
+    """Fetch the proposed ids again under the source's scope, with the signals of ``reads`` (the
+    rank's signal operators) among similarity, text_match and (given statistics) bm25
+    recomputed from canonical data where the mode has them; the others stay None. Order
     follows ``ids``. With ``bodies=False`` text and content are left out (None): ranking reads
     neither, and ``with_bodies`` fetches them for the rows that are kept."""
     if not ids:
@@ -179,13 +180,13 @@ def reload_rows(resolved: ResolvedSource, context: QueryContext, ids: list[uuid.
     scope_sql, scope_params = scope_clause(resolved, context.workspace_id)
     params: list = []
     dims = int(context.dimensions)
-    if mode in ("vector", "hybrid"):
+    if mode in ("vector", "hybrid") and "similarity" in reads:
         similarity = (f"(SELECT 1 - (e.embedding::vector({dims}) <=> %s::vector({dims})) FROM {EMBEDDING} e "
                       f"WHERE e.record_id = r.id AND e.space = %s)")
         params.extend([_vector_literal(context.vector), context.space])
     else:
         similarity = "NULL::float8"
-    if mode in ("text", "hybrid"):
+    if mode in ("text", "hybrid") and "text_match" in reads:
         text_match = f"ts_rank_cd(r.search_vector, {OR_QUERY})"
         params.append(context.q)
     else:
@@ -221,9 +222,13 @@ def with_bodies(rows: list[CanonicalRow]) -> list[CanonicalRow]:
 def _canonical(row) -> CanonicalRow:
     # Django's connection loads jsonb as text (JSONField decodes it); raw queries decode here.
     content = None if row[9] is None else json.loads(row[9])
-    scores, annotations = json.loads(row[10]), json.loads(row[11])
+    scores, annotations = _object(row[10]), _object(row[11])
     return CanonicalRow(*row[:9], content, scores, annotations, *row[12:17], similarity=_float(row[17]),
                         text_match=_float(row[18]), bm25=_float(row[19]))
+
+
+def _object(text: str) -> dict:
+    return {} if text == "{}" else json.loads(text)  # most records have no scores or annotations
 
 
 def _float(value) -> float | None:
