@@ -62,6 +62,7 @@ from psycopg.types.json import Jsonb  # noqa: E402
 
 from bench.corpus import batches, make_records  # noqa: E402
 from bench.processes import stop_process  # noqa: E402
+from bench.quality_common import ensure_migrated  # noqa: E402
 from catalog_app.models import Workspace  # noqa: E402
 from catalog_app.services.catalog_load import catalog_load  # noqa: E402
 from catalog_app.services.workspaces import workspace_create  # noqa: E402
@@ -675,6 +676,7 @@ def main(argv=None) -> int:
                "corpus": corpus_stats(max(args.records, args.ready_records), args.seed),
                "parameters": {"records": args.records, "ready_records": args.ready_records, "batch": BATCH,
                               "encode_batch": ENCODE_BATCH, "seed": args.seed, "measures": sorted(measures)}}
+    ensure_migrated()  # a fresh clone's database
     stamp = started_at.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:4]
     created: list[Workspace] = []
     server = worker = None
