@@ -81,9 +81,10 @@ def vector_leg(scope: CompiledScope, vector: QueryVector, *, min_similarity: flo
 
 
 def text_leg(scope: CompiledScope, query: str, *, cap: int) -> list[LegHit]:
-    sql = text_matches_sql("m.id, rank.text_match, m.key, m.entity", scope.memory.sql)
+    sql, params = text_matches_sql("m.id, rank.text_match, m.key, m.entity", scope.memory.sql, scope.memory.params,
+                                   query, cap)
     with connection.cursor() as cursor:
-        cursor.execute(sql, [query, *scope.memory.params, memseek_setting("TEXT_RANK_SCAN"), query, cap])
+        cursor.execute(sql, params)
         return [LegHit(row[0], float(row[1]), row[2], row[3]) for row in cursor.fetchall()]
 
 

@@ -175,18 +175,23 @@ def _enrich_batch(ids: list[str], final_attempt: bool, outcome: EnrichmentOutcom
                 result = _llm_result(processor, plan, final_attempt)
             if result is not None:
                 results[str(plan.record.pk)][processor.name] = result
-    writes = []
+    writes, unwritten = [], []
     for plan in plans:
         record_id = str(plan.record.pk)
         mine = results[record_id]
         if mine:
-            writes.append((plan, mine))
+            # The rows are locked (``_claimable``), so the stored meta plus this write decides readiness.
+            ready = plan.record.enriched_at is None and set(plan.required) <= {*plan.record.annotation_meta, *mine}
+            writes.append((plan, mine, ready))
             outcome.written += len(mine)
             outcome.defaulted += sum(result.status != OK for result in mine.values())
+            outcome.ready += [record_id] if ready else []
+        else:
+            unwritten.append(plan)
         if len(mine) < len(plan.todo):
             outcome.deferred.append(record_id)
     _write(writes, timezone.now().isoformat())
-    outcome.ready += _mark_ready(plans)
+    outcome.ready += _mark_ready(unwritten)
 
 
 def _plan(record: Record) -> _Plan | None:
@@ -380,17 +385,20 @@ UPDATE catalog_app_record AS r SET
     CASE WHEN jsonb_typeof(r.enrichment_error) = 'object' THEN r.enrichment_error ELSE '{}'::jsonb END || (
       SELECT jsonb_object_agg(p.key, p.value -> 'error') FROM jsonb_each(%(payload)s) AS p
       WHERE p.value ? 'error' AND NOT r.annotation_meta ? p.key),
-    r.enrichment_error)
+    r.enrichment_error),
+  enriched_at = CASE WHEN %(ready)s AND r.enriched_at IS NULL THEN now() ELSE r.enriched_at END
 WHERE r.id = %(id)s
 """
 
 
-def _write(writes: list[tuple[_Plan, dict[str, _Result]]], now: str) -> None:
-    """Each record's results in one write-once UPDATE, the whole batch in one pipelined round trip."""
+def _write(writes: list[tuple[_Plan, dict[str, _Result], bool]], now: str) -> None:
+    """Each record's results in one write-once UPDATE that also marks it ready when the flag says
+    so (one new row version, so the record's indexes are updated once), the whole batch in one
+    pipelined round trip."""
     if writes:
         with connection.cursor() as cursor:
-            cursor.executemany(_WRITE_ONCE, [{"payload": Jsonb(_payload(plan, results, now)), "id": plan.record.pk}
-                                             for plan, results in writes])
+            cursor.executemany(_WRITE_ONCE, [{"payload": Jsonb(_payload(plan, results, now)), "id": plan.record.pk,
+                                              "ready": ready} for plan, results, ready in writes])
 
 
 def _payload(plan: _Plan, results: dict[str, _Result], now: str) -> dict:

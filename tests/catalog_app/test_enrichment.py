@@ -275,12 +275,12 @@ def test_the_write_itself_refuses_to_overwrite_a_written_processor(llm_catalog, 
     stale = enrichment._plan(Record.objects.select_related("workspace").get(id=note.id))
     records_enrich(record_ids=[note.id])
     note.refresh_from_db()
-    before = (note.annotations, note.scores, note.annotation_meta, note.enrichment_error)
+    before = (note.annotations, note.scores, note.annotation_meta, note.enrichment_error, note.enriched_at)
     processor = catalog_for_workspace(llm_catalog).value("processor", "importance")
-    enrichment._write([(stale, {"importance": enrichment._score_result(processor, 9, "ok", error={"code": "x"})})],
-                      timezone.now().isoformat())
+    result = enrichment._score_result(processor, 9, "ok", error={"code": "x"})
+    enrichment._write([(stale, {"importance": result}, True)], timezone.now().isoformat())  # "ready" from a stale plan
     note.refresh_from_db()
-    assert (note.annotations, note.scores, note.annotation_meta, note.enrichment_error) == before
+    assert (note.annotations, note.scores, note.annotation_meta, note.enrichment_error, note.enriched_at) == before
 
 
 @pytest.mark.django_db(transaction=True)

@@ -6,6 +6,8 @@ import threading
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from catalog_app import embedding as embedding_module
 from search_app.engine import run as run_module
@@ -130,6 +132,24 @@ def test_vector_similarity_orders_the_candidates(catalog, api):
     assert values == sorted(values, reverse=True) and -1.0 <= values[-1] < values[0] <= 1.0
 
 
+@pytest.mark.parametrize(("exact_max", "exact"), [(2000, True), (2, False)])
+def test_a_small_entity_scope_is_searched_exactly(catalog, api, settings, exact_max, exact):
+    settings.MEMSEEK = {"VECTOR_EXACT_MAX": exact_max, "TOUCH_ON_READ": False}
+    closest, middle, far = ingest_ready(catalog, [
+        item("The customer asked for a refund of the duplicate charge"),
+        item("The invoice was paid late"),
+        item("The hiking trail near the lake is closed because of snow")])
+    ingest_ready(catalog, [item(text, entity="user-2") for text in UNRELATED])
+    with CaptureQueriesContext(connection) as captured:
+        body = search(api, {"q": "I was billed twice and want my money back", "mode": "vector",
+                            "scope": {"entities": ["user-1"]}, "rank": ["similarity"]})
+    assert [hit["id"] for hit in body["hits"]] == [str(closest), str(middle), str(far)]
+    statements = [query["sql"] for query in captured.captured_queries]
+    # exact: every row of the 3-record scope compared, no HNSW settings; else the index walk
+    assert any("<=>" in sql and "r.seq DESC LIMIT" in sql for sql in statements) == exact
+    assert any("hnsw.ef_search" in sql for sql in statements) == (not exact)
+
+
 def test_text_search_matches_records_sharing_only_some_words_of_a_long_question(catalog, api):
     budget, plans, _snow = ingest_ready(catalog, [item(BUDGET), item("Travel plans for the offsite are done"),
                                                   item(UNRELATED[0])])
@@ -156,6 +176,18 @@ def test_text_candidates_come_from_the_newest_text_rank_scan_matches(catalog, ap
     settings.MEMSEEK = {"TEXT_RANK_SCAN": 3, "TOUCH_ON_READ": False}
     body = search(api, {"q": "budget", "mode": "text", "scope": {"collections": ["main"]}, "rank": ["text_match"]})
     assert body["hits"][0]["id"] == str(best_but_oldest) and len(body["hits"]) == 3
+
+
+def test_text_candidates_include_older_records_holding_every_query_word(catalog, api, settings):
+    settings.MEMSEEK = {"TEXT_RANK_SCAN": 2, "TOUCH_ON_READ": False}
+    every_word, _older_some, newer_some, newest_some = ingest_ready(catalog, [
+        item("Maria approved the budget", occurred_at=at(0)), item("budget draft", occurred_at=at(1)),
+        item("budget is late", occurred_at=at(2)), item("Maria left early", occurred_at=at(3))])
+    body = search(api, {"q": "maria budget", "mode": "text", "scope": {"collections": ["main"]},
+                        "rank": ["text_match"]})
+    # the newest 2 rows sharing a word, and the row holding both words although it is the oldest
+    assert [hit["id"] for hit in body["hits"]][0] == str(every_word)
+    assert {hit["id"] for hit in body["hits"]} == {str(every_word), str(newer_some), str(newest_some)}
 
 
 def test_text_search_with_only_stopwords_matches_nothing(catalog, api):
