@@ -438,10 +438,10 @@ class Bench:
 
     @staticmethod
     def _baseline_label(mode: str) -> str:
-        return {"hybrid": "raw SQL of the 3 candidate channels (vector HNSW, text all-words + any-word tsquery, "
-                          "recent), one after another (the service runs them concurrently)",
+        return {"hybrid": "raw SQL of the 3 candidate channels (vector HNSW, text OR-tsquery, recent), one after "
+                          "another (the service runs them concurrently)",
                 "vector": "raw SQL: HNSW candidate query (with its set_config)",
-                "text": "raw SQL: the text candidate query (all-words and any-word tiers) ranked by ts_rank_cd",
+                "text": "raw SQL: OR-tsquery candidate query ranked by ts_rank_cd",
                 "structured": "raw SQL: filtered, ordered candidate query"}[mode]
 
     def measure_multi(self, single_hybrid: dict) -> list[dict]:

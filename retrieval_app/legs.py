@@ -81,10 +81,9 @@ def vector_leg(scope: CompiledScope, vector: QueryVector, *, min_similarity: flo
 
 
 def text_leg(scope: CompiledScope, query: str, *, cap: int) -> list[LegHit]:
-    sql, params = text_matches_sql("m.id, rank.text_match, m.key, m.entity", scope.memory.sql, scope.memory.params,
-                                   query, cap)
+    sql = text_matches_sql("m.id, rank.text_match, m.key, m.entity", scope.memory.sql)
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(sql, [query, *scope.memory.params, memseek_setting("TEXT_RANK_SCAN"), query, cap])
         return [LegHit(row[0], float(row[1]), row[2], row[3]) for row in cursor.fetchall()]
 
 

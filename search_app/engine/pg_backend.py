@@ -28,29 +28,18 @@ EMBEDDING = "catalog_app_recordembedding"
 # The query's English lexemes, OR-ed: a long question still finds rows sharing some words. Written
 # inline (not in a CTE) so the planner folds it to a constant and estimates how many rows match.
 OR_QUERY = "replace(plainto_tsquery('english', %s)::text, ' & ', ' | ')::tsquery"
-ALL_QUERY = "plainto_tsquery('english', %s)"  # every lexeme of the query
 
 
-def text_matches_sql(columns: str, where: str, where_params: list, q: str, limit: int) -> tuple[str, list]:
-    """SQL and parameters selecting ``columns`` of ``m`` (``m.id``, ``m.seq``, ``m.key``,
-    ``m.entity`` and ``m.text_match``) for rows of ``RECORD r`` under ``where`` matching ``q``,
-    best ``ts_rank_cd`` (over the OR-ed lexemes) first, then ``seq`` desc, at most ``limit``.
-
-    Two bounded tiers are ranked, so a broad query on a large workspace costs a fixed amount
-    (ranking every match costs time in proportion to the matches): the newest ``TEXT_RANK_SCAN``
-    rows holding every query lexeme (when there are several), wherever they sit in time among
-    the rows sharing only some, and the newest ``TEXT_RANK_SCAN`` rows sharing any lexeme."""
-    scan = memseek_setting("TEXT_RANK_SCAN")
-    tier = ("SELECT r.id, r.seq, r.key, r.entity, r.search_vector FROM {record} r WHERE {condition} AND {where} "
-            "ORDER BY r.occurred_at DESC, r.seq DESC LIMIT %s")
-    every = tier.format(record=RECORD, where=where,
-                        condition=f"numnode({ALL_QUERY}) > 1 AND r.search_vector @@ {ALL_QUERY}")
-    some = tier.format(record=RECORD, where=where, condition=f"r.search_vector @@ {OR_QUERY}")
-    sql = (f"SELECT {columns} FROM (SELECT DISTINCT ON (t.id) t.* FROM (({every}) UNION ALL ({some})) t "
-           f"ORDER BY t.id) m CROSS JOIN LATERAL (SELECT ts_rank_cd(m.search_vector, {OR_QUERY}) AS text_match) rank "
-           f"ORDER BY rank.text_match DESC, m.seq DESC LIMIT %s")
-    params = [q, q, *where_params, scan, q, *where_params, scan, q, limit]
-    return sql, params
+def text_matches_sql(columns: str, where: str) -> str:
+    """SQL selecting ``columns`` of ``m`` (``m.id``, ``m.seq``, ``m.key``, ``m.entity`` and
+    ``m.text_match``) for the rows of ``RECORD r`` matching ``OR_QUERY`` under ``where``, best
+    ``ts_rank_cd`` first, then ``seq`` desc. Only the newest ``TEXT_RANK_SCAN`` matches are ranked:
+    a broad query can match most of a large workspace, and ranking every match costs time in
+    proportion (at 100,000 records, 10x this bounded form). Parameters: q, where's, scan, q, limit."""
+    return (f"SELECT {columns} FROM (SELECT r.id, r.seq, r.key, r.entity, r.search_vector FROM {RECORD} r "
+            f"WHERE r.search_vector @@ {OR_QUERY} AND {where} ORDER BY r.occurred_at DESC, r.seq DESC LIMIT %s) m "
+            f"CROSS JOIN LATERAL (SELECT ts_rank_cd(m.search_vector, {OR_QUERY}) AS text_match) rank "
+            f"ORDER BY rank.text_match DESC, m.seq DESC LIMIT %s")
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,9 +156,9 @@ def _scope_at_most(where: str, params: list, limit: int) -> bool:
 
 def _text(resolved: ResolvedSource, context: QueryContext, cap: int) -> list[uuid.UUID]:
     where, params = _where(resolved, context)
-    sql, params = text_matches_sql("m.id", where, params, context.q, cap)
+    sql = text_matches_sql("m.id", where)
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(sql, [context.q, *params, memseek_setting("TEXT_RANK_SCAN"), context.q, cap])
         return [row[0] for row in cursor.fetchall()]
 
 

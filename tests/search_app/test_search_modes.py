@@ -178,18 +178,6 @@ def test_text_candidates_come_from_the_newest_text_rank_scan_matches(catalog, ap
     assert body["hits"][0]["id"] == str(best_but_oldest) and len(body["hits"]) == 3
 
 
-def test_text_candidates_include_older_records_holding_every_query_word(catalog, api, settings):
-    settings.MEMSEEK = {"TEXT_RANK_SCAN": 2, "TOUCH_ON_READ": False}
-    every_word, _older_some, newer_some, newest_some = ingest_ready(catalog, [
-        item("Maria approved the budget", occurred_at=at(0)), item("budget draft", occurred_at=at(1)),
-        item("budget is late", occurred_at=at(2)), item("Maria left early", occurred_at=at(3))])
-    body = search(api, {"q": "maria budget", "mode": "text", "scope": {"collections": ["main"]},
-                        "rank": ["text_match"]})
-    # the newest 2 rows sharing a word, and the row holding both words although it is the oldest
-    assert [hit["id"] for hit in body["hits"]][0] == str(every_word)
-    assert {hit["id"] for hit in body["hits"]} == {str(every_word), str(newer_some), str(newest_some)}
-
-
 def test_text_search_with_only_stopwords_matches_nothing(catalog, api):
     ingest_ready(catalog, [item(BUDGET)])
     assert search(api, {"q": "the of and", "mode": "text"})["hits"] == []
