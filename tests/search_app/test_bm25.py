@@ -55,19 +55,27 @@ def _expected_scores(query: str, texts: list[str]) -> list[float]:
     return scores
 
 
-def test_bm25_rank_signal_is_exact_over_the_search_scope(api, catalog, workspace):
+QUERY = "ZX17 retry failure"
+
+
+def _bm25_hits(api, workspace, mode: str) -> list[dict]:
+    """CORPUS under entity ``ops`` plus one more record elsewhere (outside the scope, so outside
+    the statistics), searched in ``mode`` ranked by [bm25]."""
     # outcomes need only a client score, so they are ready at insert and no model is needed
     items = [{"entity": "ops", "collection": "outcomes", "type": "note", "text": text, "scores": {"confidence": 1}}
              for text in CORPUS]
     items.append({"entity": "elsewhere", "collection": "outcomes", "type": "note", "text": "retry retry retry",
                   "scores": {"confidence": 1}})
     record_ingest_batch(workspace=workspace, items=items)
-    query = "ZX17 retry failure"
-    response = api.post("/search", {"q": query, "mode": "text", "rank": ["bm25"], "k": 10, "include": ["text"],
+    response = api.post("/search", {"q": QUERY, "mode": mode, "rank": ["bm25"], "k": 10, "include": ["text"],
                                     "scope": {"collections": ["outcomes"], "entities": ["ops"]}}, format="json")
     assert response.status_code == 200, response.json()
-    hits = response.json()["hits"]
-    expected = dict(zip(CORPUS, _expected_scores(query, CORPUS)))  # statistics from the scope only
+    return response.json()["hits"]
+
+
+def test_bm25_rank_signal_is_exact_over_the_search_scope(api, catalog, workspace):
+    hits = _bm25_hits(api, workspace, "text")
+    expected = dict(zip(CORPUS, _expected_scores(QUERY, CORPUS)))  # statistics from the scope only
     matching = {text: score for text, score in expected.items() if score > 0}
     assert {hit["text"] for hit in hits} == set(matching)
     for hit in hits:
@@ -82,17 +90,8 @@ def test_bm25_is_rejected_outside_text_and_hybrid(api, catalog):
 
 
 def test_bm25_in_hybrid_mode_scores_with_the_same_scope_statistics(api, catalog, workspace):
-    items = [{"entity": "ops", "collection": "outcomes", "type": "note", "text": text, "scores": {"confidence": 1}}
-             for text in CORPUS]
-    items.append({"entity": "elsewhere", "collection": "outcomes", "type": "note", "text": "retry retry retry",
-                  "scores": {"confidence": 1}})
-    record_ingest_batch(workspace=workspace, items=items)
-    query = "ZX17 retry failure"
-    response = api.post("/search", {"q": query, "mode": "hybrid", "rank": ["bm25"], "k": 10, "include": ["text"],
-                                    "scope": {"collections": ["outcomes"], "entities": ["ops"]}}, format="json")
-    assert response.status_code == 200, response.json()
-    hits = response.json()["hits"]
-    expected = dict(zip(CORPUS, _expected_scores(query, CORPUS)))
+    hits = _bm25_hits(api, workspace, "hybrid")
+    expected = dict(zip(CORPUS, _expected_scores(QUERY, CORPUS)))
     # the recent channel proposes every record; those sharing no term score 0 and come last
     assert {hit["text"] for hit in hits} == set(CORPUS)
     assert [hit["rank_score"] > 0 for hit in hits] == [True, True, False, False]
