@@ -185,7 +185,8 @@ def _enrich_batch(ids: list[str], final_attempt: bool, outcome: EnrichmentOutcom
             writes.append((plan, mine, ready))
             outcome.written += len(mine)
             outcome.defaulted += sum(result.status != OK for result in mine.values())
-            outcome.ready += [record_id] if ready else []
+            if ready:
+                outcome.ready.append(record_id)
         else:
             unwritten.append(plan)
         if len(mine) < len(plan.todo):

@@ -95,8 +95,8 @@ def candidate_ids(resolved: ResolvedSource, context: QueryContext, *,
         channels = lexical
     results = run_all(channels)
     stats = None
-    if bm25:
-        position = channels.index(lexical[-1])
+    if bm25:  # the BM25 channel comes right after the text channel and answers (stats, ids)
+        position = channels.index(lexical[0]) + 1
         stats, results[position] = results[position]
     return interleave(results, cap), stats
 
