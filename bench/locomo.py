@@ -51,7 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.quality_common import (RESULTS, ROOT, Configuration, add_configs_argument, bench_workspace,  # noqa: E402
                                   bm25s_plain, bm25s_stemmed, brute_force, ensure_migrated, environment,
                                   environment_line, ingest, ir_metrics, ir_run, log, markdown_table, query_vectors,
-                                  quiet_reads, rrf, run_configuration, selected_configurations, set_torch_threads,
+                                  rrf, run_configuration, selected_configurations, set_torch_threads,
                                   sha256_of, stored_embeddings, wait_ready, write_json)
 
 DEFAULT_DATA = Path("/work/shared/bench/locomo/locomo-dev.json")
@@ -309,10 +309,9 @@ def main(argv=None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the workspace (prints its name and key)")
     parser.add_argument("--name", default="locomo", help="output file stem (default locomo)")
     parser.add_argument("--workers", type=int, default=2,
-                        help="concurrent API clients while querying (default 2: PostgreSQL gets both cores)")
-    parser.add_argument("--torch-threads", type=int, default=None,
-                        help="torch intra-op threads for the whole run (default: torch's own while ingesting, "
-                             "1 while querying)")
+                        help="gunicorn workers, and as many concurrent API clients (default 2: one per core)")
+    parser.add_argument("--torch-threads", type=int, default=1,
+                        help="torch intra-op threads of each gunicorn worker (default 1: the workers share the cores)")
     args = parser.parse_args(argv)
     if args.size is not None and args.size < 1:
         parser.error("--size must be positive")
@@ -321,7 +320,7 @@ def main(argv=None) -> int:
 
     started = time.perf_counter()
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    set_torch_threads(args.torch_threads)
+    set_torch_threads(1)  # this process embeds the brute-force queries one at a time
     ensure_migrated()
     env = environment()
     data = load_data(args.data, args.size, args.format)
@@ -342,21 +341,21 @@ def main(argv=None) -> int:
                        "format": args.format, "size_limit": args.size,
                        "license": "LoCoMo CC BY-NC 4.0 (see the data README)"},
               "settings": {"k": K, "TOUCH_ON_READ": False, "bm25_candidates": 1000, "rrf_rank_constant": RRF_CONSTANT,
-                           "query_workers": args.workers,
-                           "torch_threads": args.torch_threads or "torch default while ingesting, 1 while querying",
+                           "gunicorn_workers": args.workers, "api_clients": args.workers,
+                           "torch_threads_per_worker": args.torch_threads,
                            "catalog": str(CATALOG.relative_to(ROOT))}}
     configurations, baselines = {}, {}
-    with quiet_reads(), bench_workspace("locomo", CATALOG, keep=args.keep) as bench:
-        record_ids, timings["ingest_s"] = ingest(bench.api, [t["item"] for t in turns], desc="POST /records")
+    with bench_workspace("locomo", CATALOG, keep=args.keep, workers=args.workers,
+                         torch_threads=args.torch_threads) as bench:
+        record_ids, timings["ingest_s"] = ingest(bench.api, [t["item"] for t in turns], desc="POST /records",
+                                                 clients=args.workers)
         timings["ready_s"] = wait_ready(bench.workspace, len(turns))
-        if args.torch_threads is None:
-            set_torch_threads(1)  # one query at a time: a second thread only spin-waits on a 2-core box
         dia_of = {rid: turn["dia_id"] for rid, turn in zip(record_ids, turns)}
         asked = [(q["qid"], q["question"], q["entity"]) for q in questions]
         runs = {}
         query_started = time.perf_counter()
         for config in selected:
-            run = run_configuration(bench.key, config, asked, workers=args.workers)
+            run = run_configuration(bench.api, config, asked, workers=args.workers)
             ranked = {qid: [dia_of[r] for r in ids] for qid, ids in run.ranked.items()}
             runs[config.name] = ranked
             configurations[config.name] = {**config.describe(), "latency": run.latency(),

@@ -1,7 +1,16 @@
-"""Child processes the benchmarks start (gunicorn, a Celery worker): stopping them cleanly."""
+"""Child processes the benchmarks start (gunicorn, a Celery worker): starting the service under
+test on a free local port, pointing it at the benchmark's database, stopping them cleanly."""
 from __future__ import annotations
 
+import os
+import socket
 import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def stop_process(process: subprocess.Popen, log, timeout_s: float = 30) -> None:
@@ -14,3 +23,78 @@ def stop_process(process: subprocess.Popen, log, timeout_s: float = 30) -> None:
             process.kill()
             process.wait()
     log.close()
+
+
+def database_url(settings_dict: dict) -> str:
+    """A ``DATABASE_URL`` for ``settings_dict`` (for the gunicorn subprocess)."""
+    from urllib.parse import quote
+
+    user = quote(settings_dict.get("USER") or "")
+    password = quote(settings_dict.get("PASSWORD") or "")
+    host, port = settings_dict.get("HOST") or "", settings_dict.get("PORT") or ""
+    auth = f"{user}:{password}@" if user or password else ""
+    if host.startswith("/"):
+        return f"postgresql://{auth}/{settings_dict['NAME']}?host={quote(host)}" + (f"&port={port}" if port else "")
+    return f"postgresql://{auth}{host}{':' + port if port else ''}/{settings_dict['NAME']}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The server under test
+
+
+class Server:
+    """``gunicorn memseek_site.wsgi`` (sync workers) on a free port of 127.0.0.1, a new
+    connection per request (sync workers close every one), safe to call from many client
+    threads. ``bench/ingest.py`` has its own one-worker server over one kept-alive connection."""
+
+    def __init__(self, *, workers: int, env: dict):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.log = tempfile.NamedTemporaryFile(prefix="memseek-bench-search-gunicorn-", suffix=".log", delete=False)
+        self.command = [sys.executable, "-m", "gunicorn", "memseek_site.wsgi", "--bind", f"127.0.0.1:{self.port}",
+                        "--workers", str(workers), "--worker-class", "sync", "--timeout", "300",
+                        "--backlog", "256", "--log-level", "warning"]
+        self.process = subprocess.Popen(self.command, cwd=ROOT, env={**os.environ, **env}, stdout=self.log,
+                                        stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 180
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"gunicorn exited with {self.process.returncode}:\n{self.log_tail()}")
+            try:
+                if self.request("GET", "/health")[0] == 200:
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"gunicorn did not answer /health within 180 s:\n{self.log_tail()}")
+            time.sleep(0.2)
+
+    def log_tail(self, lines: int = 40) -> str:
+        return "\n".join(Path(self.log.name).read_text(errors="replace").splitlines()[-lines:])
+
+    def request(self, method: str, path: str, body: bytes | None = None, key: str | None = None,
+                timeout: float = 300) -> tuple[int, bytes]:
+        """One request on a new connection (gunicorn's sync workers close every connection)."""
+        import http.client
+
+        headers = {}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        if key is not None:
+            headers["Authorization"] = f"Bearer {key}"
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            conn.request(method, path, body=body, headers=headers)
+            response = conn.getresponse()
+            return response.status, response.read()
+        finally:
+            conn.close()
+
+    def worker_pids(self) -> list[int]:
+        import psutil
+
+        return [child.pid for child in psutil.Process(self.process.pid).children()]
+
+    def stop(self) -> None:
+        stop_process(self.process, self.log, timeout_s=30)

@@ -1,13 +1,18 @@
 """Shared machinery of the retrieval-quality harnesses (``bench/scifact.py``, ``bench/locomo.py``).
 
-Everything a harness measures goes through the public HTTP API of the service, in this
-process: Django's test ``Client`` against the real URLconf, middleware and authentication
-(``POST /records``, ``POST /search``, ``POST /views/{name}/query``). Without
-``CELERY_BROKER_URL`` enrichment (the bundled MiniLM embedding) runs in-process right after
-each ``POST /records`` commits; with a broker the harness waits for the workers.
+Everything a harness measures goes through the public HTTP API of the service: a real
+``gunicorn memseek_site.wsgi`` (``bench/processes.py``) started for the run with as many sync
+workers as the harness has clients (``--workers``, default 2), each worker limited to one torch
+thread so the workers share the two cores, on the database this process uses (under pytest, the
+test database). ``POST /records``, ``POST /search`` and ``POST /views/{name}/query`` go over
+HTTP from client threads here, which only serialise JSON, so the service's Python work runs in
+separate processes and not under this process's GIL. Without ``CELERY_BROKER_URL`` enrichment
+(the bundled MiniLM embedding) runs inside each ``POST /records`` right after its commit; with a
+broker the harness waits for the workers.
 
 What lives here: Django setup, the run environment (machine, versions, git commit), a fresh
-workspace per run (deleted afterwards unless ``--keep``), batched ingest with a progress bar,
+workspace per run (deleted afterwards unless ``--keep``) served by its gunicorn, batched ingest
+with a progress bar,
 waiting until every record is ready, timed queries, metrics through ``ir_measures`` (nothing
 here reimplements nDCG, recall or reciprocal rank), the stored embeddings for the brute-force
 baseline, and writing ``NAME.json`` / ``NAME.md``.
@@ -46,9 +51,9 @@ logging.getLogger("bm25s").setLevel(logging.WARNING)  # it logs every index buil
 
 from django.conf import settings  # noqa: E402
 from django.db import connection  # noqa: E402
-from django.test import Client  # noqa: E402
-from django.test.utils import override_settings  # noqa: E402
 from tqdm import tqdm  # noqa: E402
+
+from bench.processes import Server, database_url  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 BATCH = 100  # records per POST /records (MAX_BATCH)
@@ -153,19 +158,19 @@ def environment() -> dict:
         "database": ("DATABASE_URL" if os.environ.get("DATABASE_URL", "").strip() else "embedded PostgreSQL")
                     + f" (database {settings.DATABASES['default']['NAME']})",
         "enrichment": "celery broker" if settings.CELERY_BROKER_URL else "in-process after commit (no broker)",
-        "api": "Django test Client against the real URLconf (in-process HTTP stack)",
+        "api": "gunicorn memseek_site.wsgi on 127.0.0.1 (sync workers, one torch thread each), "
+               "client threads in the harness process (http.client)",
     }
 
 
-def set_torch_threads(threads: int | None) -> None:
-    """Set torch's intra-op pool (the bundled model runs in this process); None leaves it. One
-    query at a time gains nothing from a second thread on a 2-core machine shared with
+def set_torch_threads(threads: int) -> None:
+    """Set this process's torch intra-op pool (it embeds the brute-force baseline's queries one
+    at a time). One query gains nothing from a second thread on a 2-core machine shared with
     PostgreSQL and loses a lot when the machine is busy: one query embedding measured 472 ms
-    with 2 threads and 93 ms with 1 at load average 8 (batch encoding: the same with both)."""
-    if threads:
-        import torch
+    with 2 threads and 93 ms with 1 at load average 8."""
+    import torch
 
-        torch.set_num_threads(threads)
+    torch.set_num_threads(threads)
 
 
 def environment_line(env: dict) -> str:
@@ -192,16 +197,18 @@ def ensure_migrated() -> None:
 
 
 class Api:
-    """The public HTTP API through Django's test Client, with a bearer key; every call timed."""
+    """The public HTTP API of the service under test (a running ``Server``) with a bearer key;
+    every call timed. Each request opens its own connection, so client threads may share one."""
 
-    def __init__(self, key: str):
-        self.client = Client(HTTP_AUTHORIZATION=f"Bearer {key}")
+    def __init__(self, server: Server, key: str):
+        self.server = server
+        self.key = key
 
     def post(self, path: str, body: dict) -> dict:
-        response = self.client.post(path, data=json.dumps(body), content_type="application/json")
-        if response.status_code != 200:
-            raise BenchError(f"POST {path} answered {response.status_code}: {response.content[:2000]!r}")
-        return response.json()
+        status, data = self.server.request("POST", path, json.dumps(body).encode(), self.key)
+        if status != 200:
+            raise BenchError(f"POST {path} answered {status}: {data[:2000]!r}\n{self.server.log_tail()}")
+        return json.loads(data)
 
     def timed_post(self, path: str, body: dict) -> tuple[float, dict]:
         started = time.perf_counter()
@@ -217,22 +224,32 @@ class BenchWorkspace:
 
 
 @contextlib.contextmanager
-def bench_workspace(label: str, catalog_dir: Path, *, keep: bool):
-    """A fresh workspace ``bench-<label>-<stamp>`` with ``catalog_dir`` loaded; deleted (with
-    everything in it) on exit unless ``keep``."""
+def bench_workspace(label: str, catalog_dir: Path, *, keep: bool, workers: int, torch_threads: int = 1):
+    """A fresh workspace ``bench-<label>-<stamp>`` with ``catalog_dir`` loaded, and the service
+    under test: gunicorn with ``workers`` sync workers of ``torch_threads`` torch threads each,
+    on this process's database, ``TOUCH_ON_READ`` off (returned records would otherwise get
+    ``last_accessed`` updated, and the default rank expressions read ``age_hours(last_accessed)``,
+    so earlier queries would nudge the order of later ones; every other setting as deployed).
+    On exit the server stops and the workspace is deleted (with everything in it) unless ``keep``."""
     from catalog_app.models import Workspace
     from catalog_app.services.catalog_load import catalog_load
     from catalog_app.services.workspaces import workspace_create
 
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
     workspace, key = workspace_create(name=f"bench-{label}-{stamp}")
+    server = None
     try:
         catalog_load(workspace=workspace, directory=catalog_dir)
         workspace.refresh_from_db()
         shown = catalog_dir.relative_to(ROOT) if catalog_dir.is_relative_to(ROOT) else catalog_dir
-        log(f"workspace {workspace.name} (catalog {shown})")
-        yield BenchWorkspace(workspace, key, Api(key))
+        log(f"workspace {workspace.name} (catalog {shown}); starting gunicorn with {workers} worker(s)")
+        server = Server(workers=workers, env={"DATABASE_URL": database_url(connection.settings_dict),
+                                              "DJANGO_SETTINGS_MODULE": "memseek_site.settings",
+                                              "TOUCH_ON_READ": "false", "OMP_NUM_THREADS": str(torch_threads)})
+        yield BenchWorkspace(workspace, key, Api(server, key))
     finally:
+        if server is not None:
+            server.stop()
         if keep:
             log(f"kept workspace {workspace.name}; key {key}")
         else:
@@ -241,29 +258,22 @@ def bench_workspace(label: str, catalog_dir: Path, *, keep: bool):
             log(f"deleted workspace {workspace.name} ({time.perf_counter() - started:.1f}s)")
 
 
-@contextlib.contextmanager
-def quiet_reads():
-    """TOUCH_ON_READ off for the run: returned records would otherwise get ``last_accessed``
-    updated, and the default rank expressions read ``age_hours(last_accessed)``, so earlier
-    queries would nudge the order of later ones. Every other setting stays as deployed."""
-    memseek = dict(getattr(settings, "MEMSEEK", {}))
-    memseek["TOUCH_ON_READ"] = False
-    with override_settings(MEMSEEK=memseek):
-        yield
+def ingest(api: Api, items: list[dict], *, desc: str, clients: int = 1) -> tuple[list[str], float]:
+    """POST ``items`` in batches of 100 from ``clients`` concurrent client threads; returns the
+    record id of every item (in order) and the seconds spent. Without a broker each batch is
+    embedded inside its request, so two clients keep two workers encoding while one of them
+    writes. With one client the records get their ``seq`` in item order; with more, batches
+    interleave."""
+    from concurrent.futures import ThreadPoolExecutor
 
-
-def ingest(api: Api, items: list[dict], *, desc: str) -> tuple[list[str], float]:
-    """POST ``items`` in batches of 100; returns the record id of every item (in order) and the
-    seconds spent. Enrichment of each batch runs in-process after its commit (no broker)."""
+    chunks = [items[start:start + BATCH] for start in range(0, len(items), BATCH)]
     ids: list[str | None] = [None] * len(items)
     started = time.perf_counter()
-    with progress(total=len(items), desc=desc, unit="rec") as bar:
-        for start in range(0, len(items), BATCH):
-            chunk = items[start:start + BATCH]
-            answer = api.post("/records", {"records": chunk})
+    with progress(total=len(items), desc=desc, unit="rec") as bar, ThreadPoolExecutor(clients) as pool:
+        for number, answer in enumerate(pool.map(lambda chunk: api.post("/records", {"records": chunk}), chunks)):
             for outcome in answer["inserted"] + answer["duplicates"]:
-                ids[start + outcome["index"]] = outcome["id"]
-            bar.update(len(chunk))
+                ids[number * BATCH + outcome["index"]] = outcome["id"]
+            bar.update(len(chunks[number]))
     missing = [index for index, value in enumerate(ids) if value is None]
     if missing:
         raise BenchError(f"POST /records gave no id for items {missing[:10]}")
@@ -405,62 +415,24 @@ class RunResult:
                 "p95_ms": round(1000 * values[min(len(values) - 1, int(0.95 * len(values)))], 2)}
 
 
-def run_configuration(key: str, config: Configuration, questions: list[tuple[str, str, str | None]], *,
+def run_configuration(api: Api, config: Configuration, questions: list[tuple[str, str, str | None]], *,
                       workers: int = 1) -> RunResult:
-    """Ask every ``(query id, text, entity)`` through the API; keep the hit ids in order.
+    """Ask every ``(query id, text, entity)`` through the API from ``workers`` concurrent client
+    threads; keep the hit ids in order. Latencies are per request under that load."""
+    from concurrent.futures import ThreadPoolExecutor
 
-    With ``workers`` > 1 that many clients ask concurrently (each thread has its own test
-    Client and database connection, closed when it finishes), so PostgreSQL can use every core
-    while this process embeds the next query; latencies are then per request under that load.
-    """
-    import queue
-    import threading
-
-    from django.db import connections
+    def ask(question: tuple[str, str, str | None]) -> tuple[float, list[str]]:
+        _, text, entity = question
+        seconds, answer = api.timed_post(*config.request(text, entity))
+        return seconds, [hit["id"] for hit in answer["hits"]]
 
     result = RunResult()
-    answers: dict[str, tuple[float, list[str]]] = {}
-    todo: queue.Queue = queue.Queue()
-    for item in questions:
-        todo.put(item)
-    errors: list[BaseException] = []
-    lock = threading.Lock()
-    bar = progress(total=len(questions), desc=f"{config.name:>14}", unit="q")
-
-    def worker():
-        api = Api(key)
-        try:
-            while not errors:
-                try:
-                    qid, text, entity = todo.get_nowait()
-                except queue.Empty:
-                    return
-                path, body = config.request(text, entity)
-                seconds, answer = api.timed_post(path, body)
-                with lock:
-                    answers[qid] = (seconds, [hit["id"] for hit in answer["hits"]])
-                    bar.update(1)
-        except BaseException as error:  # surfaced in the calling thread
-            errors.append(error)
-        finally:
-            if threading.current_thread() is not threading.main_thread():
-                connections.close_all()
-
-    if workers <= 1:
-        worker()
-    else:
-        threads = [threading.Thread(target=worker, name=f"bench-{i}") for i in range(workers)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-    bar.close()
-    if errors:
-        raise errors[0]
-    for qid, _, _ in questions:
-        seconds, ids = answers[qid]
-        result.ranked[qid] = ids
-        result.seconds.append(seconds)
+    with progress(total=len(questions), desc=f"{config.name:>14}", unit="q") as bar, \
+            ThreadPoolExecutor(workers) as pool:
+        for (qid, _, _), (seconds, ids) in zip(questions, pool.map(ask, questions)):
+            result.ranked[qid] = ids
+            result.seconds.append(seconds)
+            bar.update(1)
     return result
 
 

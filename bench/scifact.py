@@ -8,8 +8,8 @@
    required MiniLM embedding processor, and the two-source RRF views).
 2. Every abstract of ``corpus.jsonl`` is written through ``POST /records`` in batches of 100:
    text = title + newline + abstract, ``content.doc_id`` and ``dedupe_key`` carry the BEIR id.
-   Enrichment runs in-process after each commit (no broker); the run waits until every record
-   is ready.
+   Enrichment runs inside each request after its commit (no broker), two requests at a time
+   (``--workers``); the run waits until every record is ready.
 3. Every query of ``qrels/<split>.tsv`` (default ``train``: 809 claims, 919 judgements; the
    test judgements are held out, see the data README) is asked through the API in each
    configuration (``CONFIGURATIONS``) with k = 100.
@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.quality_common import (RESULTS, ROOT, Configuration, add_configs_argument, bench_workspace,  # noqa: E402
                                   bm25s_plain, bm25s_plain_scores, bm25s_stemmed, brute_force, ensure_migrated,
                                   environment, environment_line, fmt, ingest, ir_metrics, ir_run, log, markdown_table,
-                                  minmax_mix, overlap_at, query_vectors, quiet_reads, rrf, run_configuration,
+                                  minmax_mix, overlap_at, query_vectors, rrf, run_configuration,
                                   selected_configurations, set_torch_threads, sha256_of, stored_embeddings, wait_ready,
                                   write_json)
 
@@ -325,10 +325,9 @@ def main(argv=None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the workspace (prints its name and key)")
     parser.add_argument("--name", default="scifact", help="output file stem (default scifact)")
     parser.add_argument("--workers", type=int, default=2,
-                        help="concurrent API clients while querying (default 2: PostgreSQL gets both cores)")
-    parser.add_argument("--torch-threads", type=int, default=None,
-                        help="torch intra-op threads for the whole run (default: torch's own while ingesting, "
-                             "1 while querying)")
+                        help="gunicorn workers, and as many concurrent API clients (default 2: one per core)")
+    parser.add_argument("--torch-threads", type=int, default=1,
+                        help="torch intra-op threads of each gunicorn worker (default 1: the workers share the cores)")
     args = parser.parse_args(argv)
     if args.size is not None and args.size < 1 or args.queries is not None and args.queries < 1:
         parser.error("--size and --queries must be positive")
@@ -337,7 +336,7 @@ def main(argv=None) -> int:
 
     started = time.perf_counter()
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    set_torch_threads(args.torch_threads)
+    set_torch_threads(1)  # this process embeds the brute-force queries one at a time
     ensure_migrated()
     env = environment()
     data = load_data(args.data, args.qrels, args.size, args.queries)
@@ -358,21 +357,21 @@ def main(argv=None) -> int:
                        "files": data["files"], "record_text": "title + '\\n' + abstract",
                        "license": "SciFact CC BY-NC 2.0 (see the data README)"},
               "settings": {"k": K, "TOUCH_ON_READ": False, "bm25_candidates": 1000, "rrf_rank_constant": RRF_CONSTANT,
-                           "query_workers": args.workers,
-                           "torch_threads": args.torch_threads or "torch default while ingesting, 1 while querying",
+                           "gunicorn_workers": args.workers, "api_clients": args.workers,
+                           "torch_threads_per_worker": args.torch_threads,
                            "catalog": str(CATALOG.relative_to(ROOT))}}
     configurations, baselines = {}, {}
-    with quiet_reads(), bench_workspace("scifact", CATALOG, keep=args.keep) as bench:
-        record_ids, timings["ingest_s"] = ingest(bench.api, record_items(corpus), desc="POST /records")
+    with bench_workspace("scifact", CATALOG, keep=args.keep, workers=args.workers,
+                         torch_threads=args.torch_threads) as bench:
+        record_ids, timings["ingest_s"] = ingest(bench.api, record_items(corpus), desc="POST /records",
+                                                 clients=args.workers)
         timings["ready_s"] = wait_ready(bench.workspace, len(corpus))
-        if args.torch_threads is None:
-            set_torch_threads(1)  # one query at a time: a second thread only spin-waits on a 2-core box
         doc_of = dict(zip(record_ids, (doc["id"] for doc in corpus)))
         questions = [(qid, text, None) for qid, text in queries]
         runs = {}
         query_started = time.perf_counter()
         for config in selected:
-            run = run_configuration(bench.key, config, questions, workers=args.workers)
+            run = run_configuration(bench.api, config, questions, workers=args.workers)
             ranked = {qid: [doc_of[r] for r in ids] for qid, ids in run.ranked.items()}
             runs[config.name] = ranked
             configurations[config.name] = {**config.describe(), "latency": run.latency(),

@@ -59,6 +59,7 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memseek_site.settings")
 
 from bench import search_setup as setup  # noqa: E402
+from bench.processes import Server, database_url  # noqa: E402
 from bench.search_setup import latency_summary, log, percentile, progress, replay  # noqa: E402
 
 K = 20
@@ -668,11 +669,11 @@ def drive(server, requests: list[tuple[str, str, bytes | None]], key: str, clien
 def measure_server(args, bench: Bench) -> dict:
     from django.conf import settings
 
-    env = {"DATABASE_URL": setup.database_url(settings.DATABASES["default"]), "TOUCH_ON_READ": "false",
+    env = {"DATABASE_URL": database_url(settings.DATABASES["default"]), "TOUCH_ON_READ": "false",
            "DJANGO_SETTINGS_MODULE": "memseek_site.settings"}
     workers = args.workers
     log(f"{bench.size}: starting gunicorn with {workers} sync workers")
-    server = setup.Server(workers=workers, env=env)
+    server = Server(workers=workers, env=env)
     try:
         health = [("GET", "/health", None)]
         searches = [("POST", "/search", json.dumps(mode_body("hybrid", query, i)).encode())
@@ -697,7 +698,7 @@ def measure_server(args, bench: Bench) -> dict:
     if "one-thread" not in args.skip:
         # The same search rounds with torch limited to one intra-op thread per worker (OMP_NUM_THREADS=1).
         log(f"{bench.size}: gunicorn again with OMP_NUM_THREADS=1")
-        server = setup.Server(workers=workers, env={**env, "OMP_NUM_THREADS": "1"})
+        server = Server(workers=workers, env={**env, "OMP_NUM_THREADS": "1"})
         try:
             drive(server, searches, bench.key, 2 * workers, max(10.0, 4.0 * workers))
             for clients in args.clients:

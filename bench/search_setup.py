@@ -1,10 +1,8 @@
 """Helpers of ``bench/search.py``: the bench database, the corpus built once per size, the query
-set, the gunicorn server under test, statistics and run metadata.
+set, statistics and run metadata.
 
 Run metadata and the raw psycopg connection come from ``bench/ingest.py`` (imported, not
-copied). The gunicorn wrapper is this benchmark's own: it needs several workers, their pids
-(resident memory) and a new connection per request from many client threads, where
-``bench/ingest.py``'s ``Server`` runs one worker over one kept-alive connection.
+copied); the gunicorn server under test from ``bench/processes.py``.
 
 The corpus of one size lives in its own database (``memseek_bench_<size>`` on the configured
 PostgreSQL server, created and migrated on first use) in the workspace ``bench-search-<size>``,
@@ -23,11 +21,8 @@ import hashlib
 import json
 import os
 import random
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -36,7 +31,6 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memseek_site.settings")
 
-from bench.processes import stop_process  # noqa: E402
 
 CACHE = ROOT / "bench" / ".cache"
 SEARCH_CATALOG = ROOT / "bench" / "catalogs" / "search"
@@ -157,19 +151,6 @@ def use_bench_database(name: str) -> dict:
     del connections["default"]
     call_command("migrate", verbosity=0, interactive=False)
     return new
-
-
-def database_url(settings_dict: dict) -> str:
-    """A ``DATABASE_URL`` for ``settings_dict`` (for the gunicorn subprocess)."""
-    from urllib.parse import quote
-
-    user = quote(settings_dict.get("USER") or "")
-    password = quote(settings_dict.get("PASSWORD") or "")
-    host, port = settings_dict.get("HOST") or "", settings_dict.get("PORT") or ""
-    auth = f"{user}:{password}@" if user or password else ""
-    if host.startswith("/"):
-        return f"postgresql://{auth}/{settings_dict['NAME']}?host={quote(host)}" + (f"&port={port}" if port else "")
-    return f"postgresql://{auth}{host}{':' + port if port else ''}/{settings_dict['NAME']}"
 
 
 def _psycopg_params(db: dict) -> dict:
@@ -494,66 +475,6 @@ def _copy_embeddings(workspace_id: int, space: str, matrix, row_of: dict) -> Non
                         bar.update(5000)
         bar.update(len(rows) - bar.n)
         bar.close()
-
-
-# ---------------------------------------------------------------------------------------------
-# The server under test
-
-
-class Server:
-    """``gunicorn memseek_site.wsgi`` (sync workers) on a free port of 127.0.0.1."""
-
-    def __init__(self, *, workers: int, env: dict):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.log = tempfile.NamedTemporaryFile(prefix="memseek-bench-search-gunicorn-", suffix=".log", delete=False)
-        self.command = [sys.executable, "-m", "gunicorn", "memseek_site.wsgi", "--bind", f"127.0.0.1:{self.port}",
-                        "--workers", str(workers), "--worker-class", "sync", "--timeout", "300",
-                        "--backlog", "256", "--log-level", "warning"]
-        self.process = subprocess.Popen(self.command, cwd=ROOT, env={**os.environ, **env}, stdout=self.log,
-                                        stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 180
-        while True:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"gunicorn exited with {self.process.returncode}:\n{self.log_tail()}")
-            try:
-                if self.request("GET", "/health")[0] == 200:
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"gunicorn did not answer /health within 180 s:\n{self.log_tail()}")
-            time.sleep(0.2)
-
-    def log_tail(self, lines: int = 40) -> str:
-        return "\n".join(Path(self.log.name).read_text(errors="replace").splitlines()[-lines:])
-
-    def request(self, method: str, path: str, body: bytes | None = None, key: str | None = None,
-                timeout: float = 300) -> tuple[int, bytes]:
-        """One request on a new connection (gunicorn's sync workers close every connection)."""
-        import http.client
-
-        headers = {}
-        if body is not None:
-            headers["Content-Type"] = "application/json"
-        if key is not None:
-            headers["Authorization"] = f"Bearer {key}"
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
-        try:
-            conn.request(method, path, body=body, headers=headers)
-            response = conn.getresponse()
-            return response.status, response.read()
-        finally:
-            conn.close()
-
-    def worker_pids(self) -> list[int]:
-        import psutil
-
-        return [child.pid for child in psutil.Process(self.process.pid).children()]
-
-    def stop(self) -> None:
-        stop_process(self.process, self.log, timeout_s=30)
 
 
 def main_embed(sizes: list[int], rows: tuple[int, int] | None = None) -> None:

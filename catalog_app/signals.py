@@ -1,9 +1,17 @@
-"""Worker signals: a worker that starts re-enqueues records that a killed worker left unready.
+"""Worker signals.
 
-The handler only sends a task: the worker's main process must not open database connections
-that its forked pool processes would inherit.
+- A worker that starts re-enqueues records that a killed worker left unready. The handler only
+  sends a task: the worker's main process must not open database connections that its forked
+  pool processes would inherit.
+- The pool processes share the machine's cores for the bundled embedding model: before the pool
+  starts, ``OMP_NUM_THREADS`` is set to the usable cores divided by the concurrency (at least 1),
+  unless it is already set. On two cores one process with two torch threads encodes about 20%
+  fewer texts per second than two processes with one thread each, and two processes with two
+  threads each oversubscribe the cores.
 """
-from celery.signals import worker_ready
+import os
+
+from celery.signals import worker_init, worker_ready
 
 
 @worker_ready.connect(dispatch_uid="catalog_app.recover_pending_records")
@@ -11,3 +19,11 @@ def recover_pending_on_worker_ready(sender=None, **kwargs):
     from .tasks import recover_pending_records
 
     recover_pending_records.delay()
+
+
+@worker_init.connect(dispatch_uid="catalog_app.share_cores_among_pool_processes")
+def share_cores_among_pool_processes(sender=None, **kwargs):
+    concurrency = getattr(sender, "concurrency", None)
+    if "OMP_NUM_THREADS" in os.environ or not isinstance(concurrency, int) or concurrency < 1:
+        return
+    os.environ["OMP_NUM_THREADS"] = str(max(1, len(os.sched_getaffinity(0)) // concurrency))
