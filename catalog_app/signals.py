@@ -8,10 +8,19 @@
   unless it is already set. On two cores one process with two torch threads encodes about 20%
   fewer texts per second than two processes with one thread each, and two processes with two
   threads each oversubscribe the cores.
+- Each pool process loads the bundled embedding model (the default provider) as it starts, in a
+  background thread: Celery kills a pool process whose start-up handlers block for more than
+  four seconds. The first task that needs the model waits for that load instead of starting its
+  own; a failed load is logged and the task reports it as any embedding failure.
 """
+import logging
 import os
+import threading
+import time
 
-from celery.signals import worker_init, worker_ready
+from celery.signals import worker_init, worker_process_init, worker_ready
+
+logger = logging.getLogger(__name__)
 
 
 @worker_ready.connect(dispatch_uid="catalog_app.recover_pending_records")
@@ -27,3 +36,21 @@ def share_cores_among_pool_processes(sender=None, **kwargs):
     if "OMP_NUM_THREADS" in os.environ or not isinstance(concurrency, int) or concurrency < 1:
         return
     os.environ["OMP_NUM_THREADS"] = str(max(1, len(os.sched_getaffinity(0)) // concurrency))
+
+
+@worker_process_init.connect(dispatch_uid="catalog_app.load_bundled_model")
+def load_bundled_model_in_background(sender=None, **kwargs):
+    threading.Thread(target=_load_bundled_model, name="load-bundled-model", daemon=True).start()
+
+
+def _load_bundled_model() -> None:
+    from .embedding import EmbeddingUnavailable, local_model
+
+    started = time.perf_counter()
+    try:
+        local_model()
+    except EmbeddingUnavailable as error:
+        logger.warning("pool process %d could not load the bundled embedding model: %s", os.getpid(), error.detail)
+        return
+    logger.info("pool process %d loaded the bundled embedding model in %.1f s", os.getpid(),
+                time.perf_counter() - started)

@@ -185,6 +185,14 @@ def test_worker_enriches_committed_records_with_real_embeddings(catalog, workers
     assert set(ticket.annotation_meta) == {"embedding_v1", "sentiment"}
 
 
+def test_each_pool_process_loads_the_bundled_model_before_its_first_task(workers):
+    workers.start()
+    log = workers.logs[-1]
+    wait_for(lambda: "loaded the bundled embedding model" in log.read_text(), 60,
+             "a pool process to load the model without any task", workers.logs)
+    assert "Task catalog_app.tasks.enrich_records[" not in log.read_text()  # no enrichment task loaded it
+
+
 def _start_and_kill_mid_enrichment(workspace, workers, producer, chat_server, **env):
     """Send one memo's enrichment to a worker, hold its LLM call, and SIGKILL the worker while
     the record's transaction is open. Returns the record id."""

