@@ -53,8 +53,8 @@ def embed_texts(config: EmbeddingConfig, texts: Sequence[str]) -> list[list[floa
             raw = _http_embed(config, chunk)
         if len(raw) != len(chunk):
             raise EmbeddingUnavailable(f"the provider returned {len(raw)} vectors for {len(chunk)} texts")
-        for index, vector in zip(positions, raw):
-            vectors[index] = _checked_unit(vector, config.dimensions)
+        for index, vector in zip(positions, _checked_units(raw, config.dimensions)):
+            vectors[index] = vector
     return vectors
 
 
@@ -114,14 +114,14 @@ def _load_local_model():
         raise EmbeddingUnavailable(f"cannot load the bundled all-MiniLM-L6-v2 model: {error!r}") from error
 
 
-def _local_embed(texts: list[str]) -> list[list[float]]:
+def _local_embed(texts: list[str]):
+    """The bundled model's vectors of ``texts`` as one numpy matrix (a row per text)."""
     model = local_model()
     try:
-        matrix = model.encode(texts, batch_size=len(texts), normalize_embeddings=True, convert_to_numpy=True,
-                              show_progress_bar=False)
+        return model.encode(texts, batch_size=len(texts), normalize_embeddings=True, convert_to_numpy=True,
+                            show_progress_bar=False)
     except Exception as error:  # torch/tokenizer failures surface as many types
         raise EmbeddingUnavailable(f"the local embedding model failed: {error!r}") from error
-    return matrix.tolist()
 
 
 def _http_embed(config: EmbeddingConfig, texts: list[str]) -> list[list[float]]:
@@ -146,13 +146,27 @@ def _http_embed(config: EmbeddingConfig, texts: list[str]) -> list[list[float]]:
     return vectors
 
 
-def _checked_unit(vector, dimensions: int) -> list[float]:
+def _checked_units(raw, dimensions: int) -> list[list[float]]:
+    """The provider's vectors (JSON lists, or the bundled model's numpy matrix) scaled to unit
+    length, as lists of floats; an all-zero vector stays zero. Raises ``EmbeddingUnavailable``
+    unless every vector has ``dimensions`` finite numeric components."""
+    import numpy as np
+
+    if not isinstance(raw, np.ndarray):
+        for vector in raw:
+            _check_components(vector, dimensions)
+    matrix = np.asarray(raw, dtype=np.float64)
+    if matrix.ndim != 2 or matrix.shape[1] != dimensions:
+        raise EmbeddingUnavailable(f"expected {dimensions}-dimensional vectors, got shape {matrix.shape}")
+    if not np.isfinite(matrix).all():
+        raise EmbeddingUnavailable("the provider returned a vector with non-numeric or non-finite components")
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0).tolist()
+
+
+def _check_components(vector, dimensions: int) -> None:
     if not isinstance(vector, list) or len(vector) != dimensions:
         size = len(vector) if isinstance(vector, list) else type(vector).__name__
         raise EmbeddingUnavailable(f"expected {dimensions}-dimensional vectors, got {size}")
     if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in vector):
         raise EmbeddingUnavailable("the provider returned a vector with non-numeric or non-finite components")
-    norm = math.sqrt(sum(x * x for x in vector))
-    if norm == 0:
-        return [0.0] * dimensions
-    return [x / norm for x in vector]

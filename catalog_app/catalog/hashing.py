@@ -33,3 +33,13 @@ def canonical_json(value) -> str:
 
 def definition_hash(value) -> str:
     return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+
+
+def vector_text_and_hash(vector: list[float]) -> tuple[str, str]:
+    """The compact JSON text of ``vector`` (finite floats; also pgvector's text input form) and
+    its ``definition_hash``. A vector's canonical JSON is its compact JSON unless a component is
+    integral (``1.0`` is canonically ``1``), so the per-item canonicalisation runs only then."""
+    text = json.dumps(vector, separators=(",", ":"), allow_nan=False)
+    if any(map(float.is_integer, vector)):
+        return text, definition_hash(vector)
+    return text, hashlib.sha256(text.encode("utf-8")).hexdigest()

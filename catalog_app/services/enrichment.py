@@ -33,7 +33,7 @@ from psycopg.types.json import Jsonb
 
 from memseek_site.conf import memseek_setting
 
-from ..catalog.hashing import canonical_json, definition_hash
+from ..catalog.hashing import canonical_json, definition_hash, vector_text_and_hash
 from ..catalog.models_conf import ModelsConfig
 from ..catalog.processors import Processor
 from ..catalog.registry import Definition
@@ -234,14 +234,23 @@ def _run_embeddings(plans: list[_Plan], results: dict, final_attempt: bool) -> N
                     results[str(plan.record.pk)][definition.name] = _Result(
                         FAILED, None, meta={"space": config.space}, error=_error(error))
             continue
-        by_record = {plan.record.pk: vector for plan, vector in zip(unique, vectors)}
-        RecordEmbedding.objects.bulk_create(
-            [RecordEmbedding(record_id=plan.record.pk, workspace_id=plan.record.workspace_id, space=config.space,
-                             embedding=by_record[plan.record.pk]) for plan in unique],
-            ignore_conflicts=True)
+        texts_and_hashes = {plan.record.pk: vector_text_and_hash(vector) for plan, vector in zip(unique, vectors)}
+        _insert_embeddings(unique, config.space, texts_and_hashes)
         for plan, definition in pairs:
             results[str(plan.record.pk)][definition.name] = _Result(
-                OK, definition_hash(by_record[plan.record.pk]), meta={"space": config.space})
+                OK, texts_and_hashes[plan.record.pk][1], meta={"space": config.space})
+
+
+def _insert_embeddings(plans: list[_Plan], space: str, texts_and_hashes: dict) -> None:
+    """One INSERT of every record's vector (from its JSON text: no per-component adaptation);
+    a vector already stored for (record, space) is kept."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {RecordEmbedding._meta.db_table} (record_id, workspace_id, space, embedding, created_at) "
+            "SELECT r, w, %s, v::vector, now() FROM unnest(%s::uuid[], %s::bigint[], %s::text[]) AS u(r, w, v) "
+            "ON CONFLICT (record_id, space) DO NOTHING",
+            [space, [plan.record.pk for plan in plans], [plan.record.workspace_id for plan in plans],
+             [texts_and_hashes[plan.record.pk][0] for plan in plans]])
 
 
 def _constant_result(processor: Processor) -> _Result:

@@ -1,10 +1,11 @@
 """Canonical JSON and definition hashes (pure; no database)."""
 import hashlib
+import json
 import math
 
 import pytest
 
-from catalog_app.catalog.hashing import canonical_json, definition_hash
+from catalog_app.catalog.hashing import canonical_json, definition_hash, vector_text_and_hash
 
 
 @pytest.mark.parametrize(("value", "expected"), [
@@ -66,3 +67,15 @@ def test_non_finite_numbers_cannot_be_hashed(value):
 def test_non_json_values_cannot_be_hashed(value):
     with pytest.raises(TypeError):
         definition_hash(value)
+
+
+@pytest.mark.parametrize("vector", [
+    [0.1, -0.25, 0.3333333333333333, 1e-07],
+    [0.6, 0.0, -0.8],  # an integral component: canonical JSON writes it as 0
+    [1.0, -0.0],
+    [0.12345678901234568] * 384,
+])
+def test_a_vectors_text_is_its_compact_json_and_its_hash_the_definition_hash(vector):
+    text, digest = vector_text_and_hash(vector)
+    assert json.loads(text) == vector and " " not in text
+    assert digest == definition_hash(vector)
