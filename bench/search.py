@@ -797,9 +797,9 @@ def findings(out: dict) -> list[str]:
     parts = {name: stages["stages"].get(name, {}).get("mean_ms", 0.0) for name in (
         "reload SQL", "present (hits, render)", "rank (expression)", "rank (order)", "recheck", "resolve")}
     notes.append(
-        f"Hybrid: the service's p50 is {_ms(gap)} ms above its raw candidate SQL. Beyond the candidate queries it "
-        f"runs {stages['sql_statements_per_request'] - hybrid.get('baseline_statements_per_request', 0):.0f} more "
-        f"statement(s) (the canonical reload of {hybrid.get('candidates_mean', 0):.0f} candidates: "
+        f"Hybrid: the service's p50 is {_ms(gap)} ms above its raw candidate SQL. Beyond the candidate queries (on "
+        f"the engine's threads) it runs {stages['sql_statements_per_request']:.0f} statement(s) on the request's "
+        f"own connection (the canonical reload of {hybrid.get('candidates_mean', 0):.0f} candidates: "
         f"{_ms(parts['reload SQL'])} ms wall), presents and renders the {K} hits ({_ms(parts['present (hits, render)'])} "
         f"ms), ranks ({_ms(parts['rank (expression)'] + parts['rank (order)'])} ms), rechecks "
         f"({_ms(parts['recheck'])} ms) and resolves the spec ({_ms(parts['resolve'])} ms). This process spent "
