@@ -12,10 +12,9 @@ broker the harness waits for the workers.
 
 What lives here: Django setup, the run environment (machine, versions, git commit), a fresh
 workspace per run (deleted afterwards unless ``--keep``) served by its gunicorn, batched ingest
-with a progress bar,
-waiting until every record is ready, timed queries, metrics through ``ir_measures`` (nothing
-here reimplements nDCG, recall or reciprocal rank), the stored embeddings for the brute-force
-baseline, and writing ``NAME.json`` / ``NAME.md``.
+with a progress bar, waiting until every record is ready, timed queries, metrics through
+``ir_measures`` (nothing here reimplements nDCG, recall or reciprocal rank), the stored
+embeddings for the brute-force baseline, and writing ``NAME.json`` / ``NAME.md``.
 """
 from __future__ import annotations
 
@@ -157,7 +156,7 @@ def environment() -> dict:
         },
         "database": ("DATABASE_URL" if os.environ.get("DATABASE_URL", "").strip() else "embedded PostgreSQL")
                     + f" (database {settings.DATABASES['default']['NAME']})",
-        "enrichment": "celery broker" if settings.CELERY_BROKER_URL else "in-process after commit (no broker)",
+        "enrichment": "celery broker" if settings.CELERY_BROKER_URL else "inside each POST /records after its commit (no broker)",
         "api": "gunicorn memseek_site.wsgi on 127.0.0.1 (sync workers, one torch thread each), "
                "client threads in the harness process (http.client)",
     }
