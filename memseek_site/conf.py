@@ -35,7 +35,7 @@ DEFAULTS: dict[str, object] = {
     "API_KEY_CACHE_TTL_S": 60,
     # Enrichment
     "ENRICH_BATCH": 100,
-    "ENRICH_POOL": 400,
+    "ENRICH_POOL": 900,
     "EMBEDDING_BATCH": 64,
     "PENDING_RECOVERY_AGE_S": 30,
     "SCORER_TEXT_CHARS": 12_000,
