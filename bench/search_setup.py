@@ -289,7 +289,7 @@ def cached_embeddings(texts: list[str], config, label: str, rows: tuple[int, int
 
 def _fill(texts, config, label, matrix, todo: list[int], partial: Path) -> int:
     """Embed the ``todo`` rows with the service's ``embed_texts`` in one spawned process per
-    usable core, one torch thread each (on two cores about 40% more texts per second than one
+    usable core, one torch thread each (on two cores 15-40% more texts per second than one
     process with two threads); returns the processes used."""
     from concurrent.futures import ProcessPoolExecutor
     import multiprocessing

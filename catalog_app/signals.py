@@ -5,9 +5,9 @@
   pool processes would inherit.
 - The pool processes share the machine's cores for the bundled embedding model: before the pool
   starts, ``OMP_NUM_THREADS`` is set to the usable cores divided by the concurrency (at least 1),
-  unless it is already set. On two cores one process with two torch threads encodes about 20%
-  fewer texts per second than two processes with one thread each, and two processes with two
-  threads each oversubscribe the cores.
+  unless it is already set. On two cores two processes with one torch thread each encode 15-40%
+  more texts per second than one process with two (``bench/results/ingest.md``), and two
+  processes with two threads each oversubscribe the cores.
 - Each pool process loads the bundled embedding model (the default provider) as it starts, in a
   background thread: Celery kills a pool process whose start-up handlers block for more than
   four seconds. The first task that needs the model waits for that load instead of starting its
