@@ -35,15 +35,12 @@ Everything goes into fresh workspaces named ``bench-<timestamp>-*`` which are de
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from datetime import datetime, timezone
@@ -65,7 +62,7 @@ from psycopg.types.json import Jsonb  # noqa: E402
 
 from bench.corpus import batches, make_records  # noqa: E402
 from bench.encode_baseline import ENCODE_BATCH, EncodeBaseline  # noqa: E402
-from bench.processes import stop_process  # noqa: E402
+from bench.processes import CeleryWorker, Server  # noqa: E402
 from bench.quality_common import ensure_migrated  # noqa: E402
 from catalog_app.models import Workspace  # noqa: E402
 from catalog_app.services.catalog_load import catalog_load  # noqa: E402
@@ -77,6 +74,7 @@ API_TARGET = 0.50
 READY_TARGET = 0.80
 READY_MEASURES = ("ready", "ready_worker")
 DEFAULT_BROKER = "redis://127.0.0.1:6379/13"
+SERVER_ENV = {"DJANGO_SETTINGS_MODULE": "memseek_site.settings"}
 NO_PROCESSORS_CATALOG = ROOT / "bench" / "catalogs" / "no_processors"
 EXAMPLE_CATALOG = ROOT / "fixtures" / "catalogs" / "example"
 TABLE = "catalog_app_record"
@@ -176,95 +174,14 @@ def environment() -> dict:
 # The server under test
 
 
-class Server:
-    """``gunicorn memseek_site.wsgi`` with one (sync) worker on a free local port."""
-
-    def __init__(self, env: dict | None = None):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
-        self.log = tempfile.NamedTemporaryFile(prefix="memseek-bench-gunicorn-", suffix=".log", delete=False)
-        self.command = [sys.executable, "-m", "gunicorn", "memseek_site.wsgi", "--bind", f"127.0.0.1:{self.port}",
-                        "--workers", "1", "--timeout", "900", "--log-level", "warning"]
-        env = dict(os.environ, DJANGO_SETTINGS_MODULE="memseek_site.settings", **(env or {}))
-        self.process = subprocess.Popen(self.command, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
-        self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=900)
-        self.connections_opened = 0
-        self.requests = 0
-        deadline = time.monotonic() + 120
-        while True:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"gunicorn exited with {self.process.returncode}:\n{self.log_tail()}")
-            try:
-                status, _ = self.request("GET", "/health")
-                if status == 200:
-                    break
-            except OSError:
-                self.connection.close()
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"gunicorn did not answer /health within 120 s:\n{self.log_tail()}")
-            time.sleep(0.2)
-
-    def log_tail(self, lines: int = 40) -> str:
-        return "\n".join(Path(self.log.name).read_text(errors="replace").splitlines()[-lines:])
-
-    def request(self, method: str, path: str, body: bytes | None = None, key: str | None = None):
-        """Send one request (reusing the connection when the server keeps it alive); returns
-        ``(status, raw body)``."""
-        headers = {"Connection": "keep-alive"}
-        if body is not None:
-            headers["Content-Type"] = "application/json"
-        if key is not None:
-            headers["Authorization"] = f"Bearer {key}"
-        if self.connection.sock is None:
-            self.connections_opened += 1
-        self.connection.request(method, path, body=body, headers=headers)
-        response = self.connection.getresponse()
-        data = response.read()
-        self.requests += 1
-        if response.will_close:
-            self.connection.close()
-        return response.status, data
-
-    def post_records(self, body: bytes, key: str) -> tuple[float, dict]:
-        """POST one pre-serialised batch; returns (seconds, parsed answer). Raises on non-200."""
-        started = time.perf_counter()
-        status, data = self.request("POST", "/records", body, key)
-        elapsed = time.perf_counter() - started
-        if status != 200:
-            raise RuntimeError(f"POST /records answered {status}: {data[:2000]!r}\n{self.log_tail()}")
-        return elapsed, json.loads(data)
-
-    def stop(self) -> None:
-        self.connection.close()
-        stop_process(self.process, self.log, timeout_s=20)
-
-
-class CeleryWorker:
-    """``celery -A memseek_site worker`` with ``concurrency`` pool processes on ``broker``,
-    started and awaited; its pool processes share the cores for torch (``catalog_app.signals``)."""
-
-    def __init__(self, broker: str, concurrency: int):
-        self.log = tempfile.NamedTemporaryFile(prefix="memseek-bench-celery-", suffix=".log", delete=False)
-        command = [sys.executable, "-m", "celery", "-A", "memseek_site", "worker", "--concurrency", str(concurrency),
-                   "--loglevel", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"]
-        env = dict(os.environ, DJANGO_SETTINGS_MODULE="memseek_site.settings", CELERY_BROKER_URL=broker)
-        self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 120
-        # Ready, and every pool process has loaded the model (catalog_app.signals), so no
-        # measured task pays for a load.
-        while not self._started(concurrency):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError("the Celery worker did not start:\n" + Path(self.log.name).read_text()[-3000:])
-            time.sleep(0.2)
-
-    def _started(self, concurrency: int) -> bool:
-        log = Path(self.log.name).read_text(errors="replace")
-        return " ready." in log and log.count("loaded the bundled embedding model") >= concurrency
-
-    def stop(self) -> None:
-        stop_process(self.process, self.log, timeout_s=30)
+def post_records(server: Server, body: bytes, key: str) -> tuple[float, dict]:
+    """POST one pre-serialised batch; returns (seconds, parsed answer). Raises on non-200."""
+    started = time.perf_counter()
+    status, data = server.request("POST", "/records", body, key)
+    elapsed = time.perf_counter() - started
+    if status != 200:
+        raise RuntimeError(f"POST /records answered {status}: {data[:2000]!r}\n{server.log_tail()}")
+    return elapsed, json.loads(data)
 
 
 def broker_problem(url: str) -> str | None:
@@ -406,7 +323,7 @@ def measure_api(server: Server, copier: RowCopier, workspaces: dict, n: int, see
     bodies = [(len(batch), json.dumps({"records": batch}).encode()) for batch in batches(items, BATCH)]
     warm = make_records(BATCH, seed + 10_000, dedupe_prefix=f"{prefix}-warm")
     log(f"API ingest: warming up with {len(warm)} records (not timed)")
-    _, answer = server.post_records(json.dumps({"records": warm}).encode(), key)
+    _, answer = post_records(server, json.dumps({"records": warm}).encode(), key)
     rows = copier.read(_ids(answer, len(warm)))
     copier.insert_per_row(copier.params(rows, rows_ws))
     copier.insert_multi(copier.params(rows, multi_ws))
@@ -415,7 +332,7 @@ def measure_api(server: Server, copier: RowCopier, workspaces: dict, n: int, see
     api_times, row_times, multi_times = [], [], []
     progress = Progress("API ingest + raw INSERT baselines", n)
     for size, body in bodies:
-        elapsed, answer = server.post_records(body, key)
+        elapsed, answer = post_records(server, body, key)
         api_times.append(elapsed)
         rows = copier.read(_ids(answer, size))
         row_times.append(copier.insert_per_row(copier.params(rows, rows_ws)))
@@ -495,7 +412,7 @@ def measure_ready(server: Server, copier: RowCopier, workspace: dict, baseline: 
 
     log("ingest-to-ready: warming the model in the server (not timed)")
     warm = make_records(BATCH, seed + 30_000, dedupe_prefix=f"{workspace.name}-warm")
-    warm_seconds, answer = server.post_records(json.dumps({"records": warm}).encode(), key)
+    warm_seconds, answer = post_records(server, json.dumps({"records": warm}).encode(), key)
     _wait_ready(copier, _ids(answer, len(warm)), timeout=900)
     log(f"  server warm-up batch took {warm_seconds:.1f}s")
     load = {"start": [round(x, 2) for x in os.getloadavg()]}
@@ -506,7 +423,7 @@ def measure_ready(server: Server, copier: RowCopier, workspace: dict, baseline: 
     progress = Progress("ingest-to-ready", n)
     started = time.perf_counter()
     for size, body in bodies:
-        elapsed, answer = server.post_records(body, key)
+        elapsed, answer = post_records(server, body, key)
         latencies.append(elapsed)
         ids += _ids(answer, size)
         progress.update(size)
@@ -709,9 +626,10 @@ def main(argv=None) -> int:
                 workspace.refresh_from_db()
             workspaces[name] = {"workspace": workspace, "key": key}
         log(f"workspaces: {', '.join(w.name for w in created)}")
-        server = Server()
+        server = Server(workers=1, env=SERVER_ENV)
         results["server"] = (f"gunicorn {results['environment']['versions']['gunicorn']}, 1 sync worker, "
-                             f"127.0.0.1:{server.port}, http.client")
+                             f"127.0.0.1:{server.port}, http.client, a new connection per request (the sync "
+                             f"worker closes each one)")
         copier = RowCopier(copier_conn)
         if measures & set(READY_MEASURES):
             log("ingest-to-ready: loading and warming the baseline's models (not timed)")
@@ -723,10 +641,6 @@ def main(argv=None) -> int:
         if "ready" in measures:
             results["ready"] = measure_ready(server, copier, workspaces["ready"], baseline, args.seed,
                                              "eager enrichment inside each request")
-        results["http"] = {"requests": server.requests, "connections_opened": server.connections_opened,
-                           "keep_alive": server.connections_opened < server.requests}
-        results["server"] += (", keep-alive" if results["http"]["keep_alive"] else
-                              ", a new connection per request (the sync worker closes each one)")
         if "ready_worker" in measures:
             problem = broker_problem(args.broker)
             if problem:
@@ -735,7 +649,7 @@ def main(argv=None) -> int:
             else:
                 server.stop()
                 worker = CeleryWorker(args.broker, args.worker_concurrency)
-                server = Server({"CELERY_BROKER_URL": args.broker})
+                server = Server(workers=1, env={**SERVER_ENV, "CELERY_BROKER_URL": args.broker})
                 results["ready_worker"] = measure_ready(
                     server, copier, workspaces["ready_worker"], baseline, args.seed,
                     f"1 Celery worker of concurrency {args.worker_concurrency}, "

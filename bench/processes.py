@@ -45,7 +45,7 @@ def database_url(settings_dict: dict) -> str:
 class Server:
     """``gunicorn memseek_site.wsgi`` (sync workers) on a free port of 127.0.0.1, a new
     connection per request (sync workers close every one), safe to call from many client
-    threads. ``bench/ingest.py`` has its own one-worker server over one kept-alive connection."""
+    threads."""
 
     def __init__(self, *, workers: int, env: dict):
         with socket.socket() as probe:
@@ -95,6 +95,33 @@ class Server:
         import psutil
 
         return [child.pid for child in psutil.Process(self.process.pid).children()]
+
+    def stop(self) -> None:
+        stop_process(self.process, self.log, timeout_s=30)
+
+
+class CeleryWorker:
+    """``celery -A memseek_site worker`` with ``concurrency`` pool processes on ``broker``,
+    started and awaited; its pool processes share the cores for torch (``catalog_app.signals``)."""
+
+    def __init__(self, broker: str, concurrency: int):
+        self.log = tempfile.NamedTemporaryFile(prefix="memseek-bench-celery-", suffix=".log", delete=False)
+        command = [sys.executable, "-m", "celery", "-A", "memseek_site", "worker", "--concurrency", str(concurrency),
+                   "--loglevel", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"]
+        env = dict(os.environ, DJANGO_SETTINGS_MODULE="memseek_site.settings", CELERY_BROKER_URL=broker)
+        self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 120
+        # Ready, and every pool process has loaded the model (catalog_app.signals), so no
+        # measured task pays for a load.
+        while not self._started(concurrency):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError("the Celery worker did not start:\n" + Path(self.log.name).read_text()[-3000:])
+            time.sleep(0.2)
+
+    def _started(self, concurrency: int) -> bool:
+        log = Path(self.log.name).read_text(errors="replace")
+        return " ready." in log and log.count("loaded the bundled embedding model") >= concurrency
 
     def stop(self) -> None:
         stop_process(self.process, self.log, timeout_s=30)
