@@ -112,7 +112,8 @@ class Record(models.Model):
     # Readiness: ready once every required processor has written.
     enriched_at = models.DateTimeField(null=True, blank=True)
     tombstone = models.BooleanField(default=False)
-    # Exact BM25 (lexical-search.md): term frequencies and token count of the text.
+    # Exact BM25 (lexical-search.md): term frequencies and token count of the text. Read per
+    # row by the BM25 statements, never looked up by term, so not indexed.
     bm25_tf = models.JSONField(default=dict)
     bm25_length = models.PositiveIntegerField(default=0)
     search_vector = models.GeneratedField(
@@ -132,7 +133,6 @@ class Record(models.Model):
             models.Index(fields=["seq"], condition=Q(enriched_at__isnull=True), name="record_pending"),
             GinIndex(fields=["derived_from"], name="record_derived_from"),
             GinIndex(fields=["search_vector"], name="record_search_vector"),
-            GinIndex(fields=["bm25_tf"], name="record_bm25_terms"),
         ]
         constraints = [
             models.UniqueConstraint(fields=["workspace", "dedupe_key"], condition=Q(dedupe_key__isnull=False),
@@ -153,7 +153,8 @@ class RecordEmbedding(models.Model):
     """One record's vector in one embedding space. Each space has a fixed dimension and its
     own partial HNSW (cosine) index over ``embedding::vector(dim)``."""
 
-    record = models.ForeignKey(Record, on_delete=models.CASCADE, related_name="embeddings")
+    # No index of its own: the unique (record, space) constraint leads with record.
+    record = models.ForeignKey(Record, on_delete=models.CASCADE, related_name="embeddings", db_index=False)
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, db_index=False)
     space = models.CharField(max_length=64)
     embedding = VectorField()
