@@ -169,14 +169,14 @@ class SqlCapture:
         real = pg_backend.candidate_ids
         channels = {name: getattr(pg_backend, name) for name in self.CHANNELS}
 
-        def capturing(resolved, context, *, bm25=False):
-            ids, stats = real(resolved, context, bm25=bm25)
+        def capturing(resolved, context, **options):
+            ids, stats, reloaded = real(resolved, context, **options)
             with self.lock:
                 by_channel = self.pending.pop(id(resolved), {})
                 statements = [statement for name in self.CHANNELS for statement in by_channel.get(name, [])]
                 self.calls.append({"source": resolved.source.name, "mode": resolved.source.mode,
                                    "cap": resolved.source.candidate_cap(), "statements": statements, "ids": ids})
-            return ids, stats
+            return ids, stats, reloaded
 
         pg_backend.candidate_ids = capturing
         for name, function in channels.items():
@@ -801,8 +801,8 @@ def findings(out: dict) -> list[str]:
     notes.append(
         f"Hybrid: the service's p50 is {_ms(gap)} ms above its raw candidate SQL. Beyond the candidate queries (on "
         f"the engine's threads) it runs {stages['sql_statements_per_request']:.0f} statement(s) on the request's "
-        f"own connection (the canonical reload of {hybrid.get('candidates_mean', 0):.0f} candidates: "
-        f"{_ms(parts['reload SQL'])} ms wall), presents and renders the {K} hits ({_ms(parts['present (hits, render)'])} "
+        f"own connection (the canonical reload of those of the {hybrid.get('candidates_mean', 0):.0f} candidates "
+        f"the channels did not reload as they answered: {_ms(parts['reload SQL'])} ms wall), presents and renders the {K} hits ({_ms(parts['present (hits, render)'])} "
         f"ms), ranks ({_ms(parts['rank (expression)'] + parts['rank (order)'])} ms), rechecks "
         f"({_ms(parts['recheck'])} ms) and resolves the spec ({_ms(parts['resolve'])} ms). This process spent "
         f"{_ms(stages['process_cpu_mean_ms'])} ms of CPU per hybrid request; the rest of the "

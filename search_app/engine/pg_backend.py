@@ -9,7 +9,9 @@ scans, so selective filters still fill the pool.
 from __future__ import annotations
 
 import json
+import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 from datetime import datetime
@@ -75,15 +77,28 @@ class CanonicalRow:
     bm25: float | None
 
 
-def candidate_ids(resolved: ResolvedSource, context: QueryContext, *,
-                  bm25: bool = False) -> tuple[list[uuid.UUID], Bm25Stats | None]:
+# Reloaded rows by id; None for an id reloaded but out of the source's scope.
+Reloaded = dict[uuid.UUID, CanonicalRow | None]
+
+
+def candidate_ids(resolved: ResolvedSource, context: QueryContext, *, bm25: bool = False,
+                  early_reload: Callable[[list[uuid.UUID]], Reloaded] | None = None
+                  ) -> tuple[list[uuid.UUID], Bm25Stats | None, Reloaded]:
     """At most the source's candidate cap of ids, in the mode's proposal order, and with
     ``bm25`` (the rank reads the bm25 signal; text and hybrid mode) the source's BM25
-    statistics, whose exact-BM25 candidates join the text channel."""
+    statistics, whose exact-BM25 candidates join the text channel.
+
+    With ``early_reload`` (``reload_rows`` bound to the source, for a hybrid search that does not
+    read bm25), each channel, on its own thread as soon as it answers, reloads the ids certain to
+    be merged: its first ``cap // channels`` (``interleave`` reaches that position in every
+    channel before the pool can fill). Only the last channel to answer skips it, so what is left
+    for the merged reload is that channel's ids and the few others merged beyond the share.
+    Returns (ids, stats, reloaded: those early reloads, by id, None where out of scope)."""
     mode = resolved.source.mode
     cap = resolved.source.candidate_cap()
     if mode in ("vector", "recent", "structured"):  # bm25 is a text and hybrid signal (spec check)
-        return {"vector": _vector, "recent": _recent, "structured": _structured}[mode](resolved, context, cap), None
+        ids = {"vector": _vector, "recent": _recent, "structured": _structured}[mode](resolved, context, cap)
+        return ids, None, {}
     # The channels are independent queries: run concurrently (memseek_site.parallel), merged in
     # this fixed order whichever finishes first.
     lexical = [partial(_text, resolved, context, cap)]
@@ -93,12 +108,36 @@ def candidate_ids(resolved: ResolvedSource, context: QueryContext, *,
         channels = [partial(_vector, resolved, context, cap), *lexical, partial(_recent, resolved, context, cap)]
     else:
         channels = lexical
+    if early_reload is not None and mode == "hybrid" and not bm25:
+        share, waiting = cap // len(channels), _Countdown(len(channels))
+        answers = run_all([partial(_then_reload, channel, early_reload, share, waiting) for channel in channels])
+        reloaded = {row_id: row for _, rows in answers for row_id, row in rows.items()}
+        return interleave([ids for ids, _ in answers], cap), None, reloaded
     results = run_all(channels)
     stats = None
     if bm25:  # the BM25 channel comes right after the text channel and answers (stats, ids)
         position = channels.index(lexical[0]) + 1
         stats, results[position] = results[position]
-    return interleave(results, cap), stats
+    return interleave(results, cap), stats, {}
+
+
+class _Countdown:
+    """How many channels have yet to answer, counted down by each as it does."""
+
+    def __init__(self, count: int):
+        self.count, self.lock = count, threading.Lock()
+
+    def last_to_answer(self) -> bool:
+        with self.lock:
+            self.count -= 1
+            return self.count == 0
+
+
+def _then_reload(channel, early_reload, share: int, waiting: _Countdown) -> tuple[list[uuid.UUID], Reloaded]:
+    """The channel's ids and the early reload of its first ``share``, unless it answered last
+    (nothing runs beside that reload any more: the merged reload takes those ids along)."""
+    ids = channel()
+    return ids, ({} if waiting.last_to_answer() else early_reload(ids[:share]))
 
 
 def interleave(channels, cap: int) -> list:
@@ -186,14 +225,26 @@ _NO_BODIES = "NULL::text, NULL::jsonb"
 
 
 def reload_rows(resolved: ResolvedSource, context: QueryContext, ids: list[uuid.UUID],
-                bm25: Bm25Stats | None = None, *, reads: frozenset[str], bodies: bool = True) -> list[CanonicalRow]:
+                bm25: Bm25Stats | None = None, *, reads: frozenset[str], bodies: bool = True,
+                reloaded: Reloaded | None = None) -> list[CanonicalRow]:
     """Fetch the proposed ids again under the source's scope, with the signals of ``reads`` (the
     rank's signal operators) among similarity, text_match and (given statistics) bm25
     recomputed from canonical data where the mode has them; the others stay None. Order
     follows ``ids``. With ``bodies=False`` text and content are left out (None): ranking reads
-    neither, and ``with_bodies`` fetches them for the rows that are kept."""
+    neither, and ``with_bodies`` fetches them for the rows that are kept. Ids in ``reloaded``
+    (an earlier reload with the same arguments: ``reload_by_id``) are taken from it."""
+    known = reloaded or {}
+    found = reload_by_id(resolved, context, [i for i in ids if i not in known], bm25, reads=reads, bodies=bodies)
+    rows = {**known, **found}
+    return [row for i in ids if (row := rows.get(i)) is not None]
+
+
+def reload_by_id(resolved: ResolvedSource, context: QueryContext, ids: list[uuid.UUID],
+                 bm25: Bm25Stats | None = None, *, reads: frozenset[str], bodies: bool = True) -> Reloaded:
+    """``reload_rows``'s one statement: every id of ``ids``, mapped to its row, or to None when
+    the record is out of the source's scope."""
     if not ids:
-        return []
+        return {}
     mode = resolved.source.mode
     scope_sql, scope_params = scope_clause(resolved, context.workspace_id)
     params: list = []
@@ -221,7 +272,7 @@ def reload_rows(resolved: ResolvedSource, context: QueryContext, ids: list[uuid.
         cursor.cursor.adapters.register_loader("timestamptz", TimestamptzLoader)
         cursor.execute(sql, [*params, *join_params, list(ids), *scope_params])
         rows = {row[0]: _canonical(row) for row in cursor.fetchall()}
-    return [rows[i] for i in ids if i in rows]
+    return {i: rows.get(i) for i in ids}
 
 
 def with_bodies(rows: list[CanonicalRow]) -> list[CanonicalRow]:

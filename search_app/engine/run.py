@@ -134,11 +134,13 @@ def _run_sources(resolved, run_one) -> tuple[SourceRun, ...]:
 
 def _run_source(spec: SearchSpec, resolved: ResolvedSource, context, now: datetime, models, score_names) -> SourceRun:
     reads = rank_signals(resolved.rank) if resolved.rank is not None else frozenset()
-    ids, bm25 = pg_backend.candidate_ids(resolved, context, bm25="bm25" in reads)
     # Text and content are read only for the rows kept, unless the recheck, the structured
     # order or the rerank prompt reads them for every survivor.
     bodies = bool(resolved.source.where) or resolved.source.mode == "structured" or spec.rerank is not None
-    survivors = [row for row in pg_backend.reload_rows(resolved, context, ids, bm25, reads=reads, bodies=bodies)
+    early_reload = partial(pg_backend.reload_by_id, resolved, context, reads=reads, bodies=bodies)
+    ids, bm25, reloaded = pg_backend.candidate_ids(resolved, context, bm25="bm25" in reads, early_reload=early_reload)
+    survivors = [row for row in pg_backend.reload_rows(resolved, context, ids, bm25, reads=reads, bodies=bodies,
+                                                       reloaded=reloaded)
                  if passes_filters(row, resolved)]
     judged = 0
     if resolved.source.mode == "structured":
