@@ -35,7 +35,8 @@ OR_QUERY = "replace(plainto_tsquery('english', %s)::text, ' & ', ' | ')::tsquery
 def text_matches_sql(columns: str, where: str) -> str:
     """SQL selecting ``columns`` of ``m`` (``m.id``, ``m.seq``, ``m.key``, ``m.entity`` and
     ``m.text_match``) for the rows of ``RECORD r`` matching ``OR_QUERY`` under ``where``, best
-    ``ts_rank_cd`` first, then ``seq`` desc. Only the newest ``TEXT_RANK_SCAN`` matches are ranked:
+    ``ts_rank_cd`` first, then ``seq`` desc. Only the newest ``TEXT_RANK_SCAN`` matches (in hybrid
+    mode ``HYBRID_TEXT_RANK_SCAN``) are ranked:
     a broad query can match most of a large workspace, and ranking every match costs time in
     proportion (at 100,000 records, 10x this bounded form). Parameters: q, where's, scan, q, limit."""
     return (f"SELECT {columns} FROM (SELECT r.id, r.seq, r.key, r.entity, r.search_vector FROM {RECORD} r "
@@ -196,8 +197,11 @@ def _scope_at_most(where: str, params: list, limit: int) -> bool:
 def _text(resolved: ResolvedSource, context: QueryContext, cap: int) -> list[uuid.UUID]:
     where, params = _where(resolved, context)
     sql = text_matches_sql("m.id", where)
+    # In hybrid mode the text channel is one of three and fills about a third of the pool, so it
+    # ranks fewer matches (HYBRID_TEXT_RANK_SCAN) than as the only channel of text mode.
+    scan = memseek_setting("HYBRID_TEXT_RANK_SCAN" if resolved.source.mode == "hybrid" else "TEXT_RANK_SCAN")
     with connection.cursor() as cursor:
-        cursor.execute(sql, [context.q, *params, memseek_setting("TEXT_RANK_SCAN"), context.q, cap])
+        cursor.execute(sql, [context.q, *params, scan, context.q, cap])
         return [row[0] for row in cursor.fetchall()]
 
 

@@ -178,6 +178,26 @@ def test_text_candidates_come_from_the_newest_text_rank_scan_matches(catalog, ap
     assert body["hits"][0]["id"] == str(best_but_oldest) and len(body["hits"]) == 3
 
 
+def test_hybrid_text_channel_ranks_its_own_number_of_newest_matches(catalog, api, settings, monkeypatch):
+    from search_app.engine import pg_backend
+
+    proposed = []
+    real_text = pg_backend._text
+    monkeypatch.setattr(pg_backend, "_text", lambda *args: proposed.append(real_text(*args)) or proposed[-1])
+    best_but_oldest, newer, newest = ingest_ready(catalog, [
+        item("budget budget budget review", occurred_at=at(0)), item("budget draft", occurred_at=at(1)),
+        item("budget approved", occurred_at=at(2))])
+    body = {"q": "budget", "mode": "hybrid", "scope": {"collections": ["main"]}}
+    settings.MEMSEEK = {"TEXT_RANK_SCAN": 3, "HYBRID_TEXT_RANK_SCAN": 2, "TOUCH_ON_READ": False}
+    assert len(search(api, body)["hits"]) == 3  # the vector and recent channels still propose the oldest
+    assert set(proposed[-1]) == {newer, newest}
+    settings.MEMSEEK = {"TEXT_RANK_SCAN": 2, "HYBRID_TEXT_RANK_SCAN": 3, "TOUCH_ON_READ": False}
+    search(api, body)
+    assert proposed[-1][0] == best_but_oldest and len(proposed[-1]) == 3
+    search(api, {**body, "mode": "text"})
+    assert set(proposed[-1]) == {newer, newest}
+
+
 def test_text_search_with_only_stopwords_matches_nothing(catalog, api):
     ingest_ready(catalog, [item(BUDGET)])
     assert search(api, {"q": "the of and", "mode": "text"})["hits"] == []
