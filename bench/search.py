@@ -802,9 +802,9 @@ def findings(out: dict) -> list[str]:
         f"Hybrid: the service's p50 is {_ms(gap)} ms above its raw candidate SQL. Beyond the candidate queries (on "
         f"the engine's threads) it runs {stages['sql_statements_per_request']:.0f} statement(s) on the request's "
         f"own connection (the canonical reload of those of the {hybrid.get('candidates_mean', 0):.0f} candidates "
-        f"the channels did not reload as they answered: {_ms(parts['reload SQL'])} ms wall), presents and renders the {K} hits ({_ms(parts['present (hits, render)'])} "
-        f"ms), ranks ({_ms(parts['rank (expression)'] + parts['rank (order)'])} ms), rechecks "
-        f"({_ms(parts['recheck'])} ms) and resolves the spec ({_ms(parts['resolve'])} ms). This process spent "
+        f"the channels did not reload as they answered: {_ms(parts['reload SQL'])} ms wall), presents and renders "
+        f"the {K} hits ({_ms(parts['present (hits, render)'])} ms), ranks "
+        f"({_ms(parts['rank (expression)'] + parts['rank (order)'])} ms), rechecks ({_ms(parts['recheck'])} ms) and resolves the spec ({_ms(parts['resolve'])} ms). This process spent "
         f"{_ms(stages['process_cpu_mean_ms'])} ms of CPU per hybrid request; the rest of the "
         f"{_ms(stages['total_mean_ms'])} ms is PostgreSQL, the socket and waiting for a CPU.")
     for label in ("2 sources (RRF)", "4 sources (RRF)"):

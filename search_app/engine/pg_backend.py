@@ -89,7 +89,7 @@ def candidate_ids(resolved: ResolvedSource, context: QueryContext, *, bm25: bool
     ``bm25`` (the rank reads the bm25 signal; text and hybrid mode) the source's BM25
     statistics, whose exact-BM25 candidates join the text channel.
 
-    With ``early_reload`` (``reload_rows`` bound to the source, for a hybrid search that does not
+    With ``early_reload`` (``reload_by_id`` bound to the source, for a hybrid search that does not
     read bm25), each channel, on its own thread as soon as it answers, reloads the ids certain to
     be merged: its first ``cap // channels`` (``interleave`` reaches that position in every
     channel before the pool can fill). Only the last channel to answer skips it, so what is left

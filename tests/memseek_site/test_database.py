@@ -43,15 +43,15 @@ def test_embedded_server_runs_with_the_configured_shared_buffers():
 def test_a_bad_shared_buffers_value_is_refused_and_changes_nothing(embedded_server, value, message):
     server, admin_url = embedded_server
     auto_conf = server.pgdata / "postgresql.auto.conf"
+    settings_and_start = "SELECT current_setting('shared_buffers'), pg_postmaster_start_time()"
     with psycopg.connect(admin_url) as admin:
-        before, started = admin.execute("SELECT current_setting('shared_buffers'), pg_postmaster_start_time()").fetchone()
+        before, started = admin.execute(settings_and_start).fetchone()
     with pytest.raises(ValueError, match="EMBEDDED_PG_SHARED_BUFFERS must be a PostgreSQL size") as raised:
         _ensure_shared_buffers(server, admin_url, value)
     assert message in str(raised.value)
     with psycopg.connect(admin_url) as admin:
         # Not restarted, same value.
-        assert admin.execute("SELECT current_setting('shared_buffers'), pg_postmaster_start_time()").fetchone() == (
-            before, started)
+        assert admin.execute(settings_and_start).fetchone() == (before, started)
         # ALTER SYSTEM wrote nothing: the pending file value is still the running one.
         pending = admin.execute("SELECT setting FROM pg_file_settings WHERE name = 'shared_buffers' "
                                 "AND sourcefile = %s", [str(auto_conf)]).fetchall()
