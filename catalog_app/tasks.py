@@ -28,8 +28,9 @@ _TRANSIENT = (EnrichmentDeferred, OperationalError, InterfaceError)
 def enrich_records(self, record_ids: list[str]) -> dict:
     """Enrich the records ``record_ids`` (``records_enrich``). On the last allowed attempt
     transient provider failures write defaults instead of retrying, so no record stays unready.
-    A worker also takes up to ``ENRICH_POOL`` other pending records along (not when running
-    eagerly inside a request, which should only pay for its own records)."""
+    A worker first drains the pending pool in claims of similar text length from the
+    ``ENRICH_POOL`` oldest pending records, while any of its own records waits there (not when
+    running eagerly inside a request, which should only pay for its own records)."""
     pool = 0 if self.request.is_eager else memseek_setting("ENRICH_POOL")
     outcome = records_enrich(record_ids=record_ids, final_attempt=self.request.retries >= self.max_retries,
                              pool=pool)

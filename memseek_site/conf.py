@@ -37,6 +37,7 @@ DEFAULTS: dict[str, object] = {
     # Enrichment
     "ENRICH_BATCH": 100,
     "ENRICH_POOL": 900,
+    "ENRICH_CLAIM": 64,
     "EMBEDDING_BATCH": 64,
     "PENDING_RECOVERY_AGE_S": 30,
     "SCORER_TEXT_CHARS": 12_000,

@@ -8,7 +8,7 @@ contract hash of the catalog's collection version, tombstones carry
 from __future__ import annotations
 
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.utils import timezone
 
@@ -44,5 +44,19 @@ def record_make(workspace: Workspace, *, entity: str = "user-1", collection: str
         derived_from=list(derived_from or []), run_id=run_id, dedupe_key=dedupe_key,
         occurred_at=occurred_at or now, created_at=now, last_accessed=now,
         enriched_at=now if (ready or tombstone) else None, tombstone=tombstone)
+    record.refresh_from_db()
+    return record
+
+
+def pending_record(workspace: Workspace, *, collection: str, text: str, type: str = "note", age_s: float = 0,
+                   **fields) -> Record:
+    """An unready record as ingest leaves it when required processors remain, written
+    ``age_s`` seconds ago."""
+    definition = catalog_for_workspace(workspace).get("collection", collection, 1)
+    created = timezone.now() - timedelta(seconds=age_s)
+    record = Record.objects.create(
+        workspace=workspace, collection=collection, collection_version=1, collection_hash=definition.contract_hash,
+        entity="customer-1", type=type, text=text, content={"text": text}, occurred_at=created,
+        created_at=created, last_accessed=created, **fields)
     record.refresh_from_db()
     return record

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
 from catalog_app.catalog.runtime import catalog_for_workspace
@@ -16,6 +16,7 @@ from catalog_app.services.catalog_load import catalog_load
 from catalog_app.services.enrichment import EnrichmentDeferred, records_enrich
 from catalog_app.tasks import enqueue_enrichment, enrich_records, recover_pending_records
 from memseek_site.celery import app as celery_app
+from tests.catalog_app.factories import pending_record
 from tests.openai_server import Hang, ScriptedOpenAIServer, Status, llm_catalog_dir
 
 SPACE = "minilm-l6-v2"
@@ -42,19 +43,6 @@ def llm_catalog(workspace, server, tmp_path):
     catalog_load(workspace=workspace, directory=llm_catalog_dir(tmp_path, server.base_url))
     workspace.refresh_from_db()
     return workspace
-
-
-def pending_record(workspace, *, collection: str, text: str, type: str = "note", age_s: float = 0,
-                   **fields) -> Record:
-    """An unready record as ingest leaves it when required processors remain."""
-    definition = catalog_for_workspace(workspace).get("collection", collection, 1)
-    created = timezone.now() - timedelta(seconds=age_s)
-    record = Record.objects.create(
-        workspace=workspace, collection=collection, collection_version=1, collection_hash=definition.contract_hash,
-        entity="customer-1", type=type, text=text, content={"text": text}, occurred_at=created,
-        created_at=created, last_accessed=created, **fields)
-    record.refresh_from_db()
-    return record
 
 
 def processor_hash(workspace, name: str) -> str:
@@ -387,63 +375,6 @@ def test_enrich_pending_command_enriches_in_process(llm_catalog, server, capsys)
 
 
 # --- pooling (workers take other pending records along) -----------------------------------------
-
-@pytest.mark.model
-def test_a_pooled_call_also_enriches_other_fresh_pending_records_in_one_embedding_pass(catalog, monkeypatch):
-    asked = pending_record(catalog, collection="main", text="The customer asked for a refund.")
-    others = [pending_record(catalog, collection="main", text=f"Follow-up call number {i}.") for i in range(3)]
-    calls = []
-    real = enrichment.embed_texts
-    monkeypatch.setattr(enrichment, "embed_texts", lambda config, texts: calls.append(len(texts)) or real(config, texts))
-    outcome = records_enrich(record_ids=[asked.id], pool=10)
-    assert calls == [4]
-    assert sorted(outcome.ready) == sorted(str(r.id) for r in [asked, *others])
-    assert Record.objects.filter(enriched_at__isnull=True).count() == 0
-    assert RecordEmbedding.objects.filter(space=SPACE).count() == 4
-
-
-@pytest.mark.model
-def test_the_pool_is_bounded_oldest_first_and_skips_old_or_failed_records(catalog, settings):
-    settings.MEMSEEK = {"PENDING_RECOVERY_AGE_S": 60}
-    asked = pending_record(catalog, collection="main", text="Asked for.")
-    first, second, third = (pending_record(catalog, collection="main", text=f"Fresh {i}.") for i in range(3))
-    old = pending_record(catalog, collection="main", text="Pending for two minutes.", age_s=120)
-    failed = pending_record(catalog, collection="main", text="Waits for a provider.",
-                            enrichment_error={"embedding_v1": {"code": "embedding_unavailable"}})
-    outcome = records_enrich(record_ids=[asked.id], pool=2)
-    assert sorted(outcome.ready) == sorted(str(r.id) for r in [asked, first, second])
-    pending = set(Record.objects.filter(enriched_at__isnull=True).values_list("id", flat=True))
-    assert pending == {third.id, old.id, failed.id}
-
-
-@pytest.mark.model
-@pytest.mark.django_db(transaction=True)
-def test_the_pool_skips_records_another_worker_holds(catalog):
-    asked = pending_record(catalog, collection="main", text="Asked for.")
-    held = pending_record(catalog, collection="main", text="Claimed elsewhere.")
-    claimed, release = threading.Event(), threading.Event()
-
-    def other_worker():
-        try:
-            with transaction.atomic():
-                list(Record.objects.select_for_update().filter(pk=held.pk))
-                claimed.set()
-                release.wait(30)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=other_worker)
-    thread.start()
-    try:
-        assert claimed.wait(30)
-        outcome = records_enrich(record_ids=[asked.id], pool=10)
-    finally:
-        release.set()
-        thread.join()
-    assert outcome.ready == [str(asked.id)]
-    held.refresh_from_db()
-    assert not held.ready
-
 
 @pytest.mark.model
 def test_an_eager_task_pays_only_for_its_own_records(catalog, settings):

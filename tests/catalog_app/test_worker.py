@@ -18,11 +18,10 @@ import pytest
 import redis
 from celery import Celery
 from django.db import connection
-from django.utils import timezone
 
-from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.models import Record, RecordEmbedding
 from catalog_app.services.catalog_load import catalog_load
+from tests.catalog_app.factories import pending_record
 from tests.openai_server import Hang, ScriptedOpenAIServer, llm_catalog_dir
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -153,15 +152,6 @@ def llm_workspace(workspace, chat_server, tmp_path):
     workspace.refresh_from_db()
     yield workspace
     release.set()
-
-
-def pending_record(workspace, *, collection: str, text: str, type: str = "note") -> Record:
-    definition = catalog_for_workspace(workspace).get("collection", collection, 1)
-    now = timezone.now()
-    return Record.objects.create(
-        workspace=workspace, collection=collection, collection_version=1, collection_hash=definition.contract_hash,
-        entity="customer-1", type=type, text=text, content={"text": text}, occurred_at=now, created_at=now,
-        last_accessed=now)
 
 
 def ready(record_ids) -> bool:
