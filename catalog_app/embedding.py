@@ -20,6 +20,10 @@ from .catalog.models_conf import EmbeddingConfig
 from .llm import ProviderError, post_json
 from .text import truncate_middle
 
+# Padding tokens worth a new model call: a call of one short text costs ~10 ms with one torch
+# thread against ~0.17 ms a token; of 16, 32 and 64, 32 ran 1,000 bench texts fastest.
+CALL_COST_TOKENS = 32
+
 _model = None
 _model_lock = threading.Lock()
 _query_cache: OrderedDict[tuple, tuple[float, ...]] = OrderedDict()
@@ -40,22 +44,55 @@ def embed_texts(config: EmbeddingConfig, texts: Sequence[str]) -> list[list[floa
     """
     limit = embedding_batch_size(config)
     prepared = [truncate_middle(text, config.max_text_chars) for text in texts]
-    # Calls take texts of similar length together, so a model pads each call as little as
-    # possible; the vectors are put back in input order.
-    order = sorted(range(len(prepared)), key=lambda index: len(prepared[index]))
+    local = config.provider.adapter == "sentence_transformers"
+    calls = _calls_by_tokens(prepared, limit) if local else _calls_by_chars(prepared, limit)
     vectors: list[list[float] | None] = [None] * len(prepared)
-    for start in range(0, len(order), limit):
-        positions = order[start:start + limit]
+    for positions in calls:
         chunk = [prepared[index] for index in positions]
-        if config.provider.adapter == "sentence_transformers":
-            raw = _local_embed(chunk)
-        else:
-            raw = _http_embed(config, chunk)
+        raw = _local_embed(chunk) if local else _http_embed(config, chunk)
         if len(raw) != len(chunk):
             raise EmbeddingUnavailable(f"the provider returned {len(raw)} vectors for {len(chunk)} texts")
         for index, vector in zip(positions, _checked_units(raw, config.dimensions)):
             vectors[index] = vector
     return vectors
+
+
+def _calls_by_chars(texts: list[str], limit: int) -> list[list[int]]:
+    """Positions of ``texts`` in calls of at most ``limit``, texts of similar length together
+    (a remote provider pads each call to its longest text, if at all)."""
+    order = sorted(range(len(texts)), key=lambda index: len(texts[index]))
+    return [order[start:start + limit] for start in range(0, len(order), limit)]
+
+
+def _calls_by_tokens(texts: list[str], limit: int) -> list[list[int]]:
+    """Positions of ``texts`` in calls of the bundled model (``calls_by_token_counts``)."""
+    model = local_model()
+    try:
+        lengths = model.tokenizer(texts, truncation=True, max_length=model.max_seq_length,
+                                  return_length=True)["length"]
+    except Exception as error:  # tokenizer failures surface as many types
+        raise EmbeddingUnavailable(f"the local tokenizer failed: {error!r}") from error
+    return calls_by_token_counts(lengths, limit)
+
+
+def calls_by_token_counts(lengths: Sequence[int], limit: int) -> list[list[int]]:
+    """Positions (into ``lengths``, the token counts of texts) grouped into model calls: by
+    token count, at most ``limit`` texts a call, and a new call whenever the next (longer) text
+    would add more padding to the call's texts than a call costs (``CALL_COST_TOKENS``).
+
+    A model pads every text of a call to the call's longest, so on the bench's texts these calls
+    run 1-2% more tokens than the texts hold, where calls of a fixed size sorted by characters
+    (``SentenceTransformer.encode``) run 7-20% more."""
+    calls: list[list[int]] = []
+    call: list[int] = []
+    for index in sorted(range(len(lengths)), key=lambda index: lengths[index]):
+        if call and (len(call) >= limit or len(call) * (lengths[index] - lengths[call[-1]]) > CALL_COST_TOKENS):
+            calls.append(call)
+            call = []
+        call.append(index)
+    if call:
+        calls.append(call)
+    return calls
 
 
 def embed_query(config: EmbeddingConfig, text: str) -> list[float]:

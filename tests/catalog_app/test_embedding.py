@@ -5,6 +5,7 @@ import socket
 
 import pytest
 
+from catalog_app import embedding
 from catalog_app.catalog.models_conf import EmbeddingConfig, Provider
 from catalog_app.embedding import EmbeddingUnavailable, embed_query, embed_texts, embedding_batch_size, local_model
 from catalog_app.text import TRUNCATION_SENTINEL
@@ -177,3 +178,54 @@ def test_a_query_cache_of_zero_embeds_every_time(server, settings):
     embed_query(config, "again")
     embed_query(config, "again")
     assert len(server.requests) == 2
+
+
+@pytest.fixture
+def local_calls(monkeypatch):
+    """The texts of every call of the bundled model (which still runs)."""
+    calls = []
+    real = embedding._local_embed
+
+    def recording(texts):
+        calls.append(list(texts))
+        return real(texts)
+
+    monkeypatch.setattr(embedding, "_local_embed", recording)
+    return calls
+
+
+@pytest.mark.model
+def test_bundled_model_calls_group_texts_of_one_token_count_up_to_the_batch(local_calls):
+    same = [f"ticket {i} was closed" for i in range(10, 140)]  # every one 6 tokens
+    embed_texts(LOCAL, same)
+    assert [len(call) for call in local_calls] == [64, 64, 2]
+
+
+@pytest.mark.model
+def test_bundled_model_gives_a_text_much_longer_than_the_rest_its_own_call(local_calls):
+    short = [f"ticket {i} was closed" for i in range(10, 30)]
+    long = "the customer wrote a long complaint about the delivery, the refund and the tone of support " * 3
+    vectors = embed_texts(LOCAL, [*short[:10], long, *short[10:]])
+    assert sorted(local_calls, key=len) == [[long], short]
+    assert vectors[10] == pytest.approx(embed_texts(LOCAL, [long])[0], abs=1e-5)
+
+
+@pytest.mark.model
+def test_bundled_model_takes_a_slightly_longer_text_into_the_call_when_padding_costs_less_than_a_call(local_calls):
+    texts = ["ticket 11 was closed", "ticket 12 was closed today"]  # 6 and 7 tokens: one padding token
+    embed_texts(LOCAL, texts)
+    assert local_calls == [texts]
+
+
+@pytest.mark.parametrize(("lengths", "limit", "calls"), [
+    ([], 64, []),
+    ([7, 7, 7], 2, [[0, 1], [2]]),  # at most ``limit`` texts a call
+    ([9, 5, 5, 6], 64, [[1, 2, 3, 0]]),  # sorted by token count; padding 2×1 + 3×3 = 11 ≤ 32
+    ([5] * 8 + [10], 64, [list(range(8)), [8]]),  # 8 texts × 5 padding tokens = 40 > 32: a new call
+    ([5] * 6 + [10], 64, [list(range(7))]),  # 6 × 5 = 30 ≤ 32: one call
+    ([20, 4, 4], 64, [[1, 2, 0]]),  # 2 × 16 = 32 padding tokens: not more than a call costs
+    ([21, 4, 4], 64, [[1, 2], [0]]),  # 2 × 17 = 34: more
+])
+def test_calls_by_token_counts_trade_padding_against_the_cost_of_a_call(lengths, limit, calls):
+    assert embedding.CALL_COST_TOKENS == 32
+    assert embedding.calls_by_token_counts(lengths, limit) == calls
