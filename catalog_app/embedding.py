@@ -66,6 +66,8 @@ def _calls_by_chars(texts: list[str], limit: int) -> list[list[int]]:
 
 def _calls_by_tokens(texts: list[str], limit: int) -> list[list[int]]:
     """Positions of ``texts`` in calls of the bundled model (``calls_by_token_counts``)."""
+    if not texts:
+        return []
     model = local_model()
     try:
         lengths = model.tokenizer(texts, truncation=True, max_length=model.max_seq_length,

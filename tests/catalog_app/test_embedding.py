@@ -229,3 +229,8 @@ def test_bundled_model_takes_a_slightly_longer_text_into_the_call_when_padding_c
 def test_calls_by_token_counts_trade_padding_against_the_cost_of_a_call(lengths, limit, calls):
     assert embedding.CALL_COST_TOKENS == 32
     assert embedding.calls_by_token_counts(lengths, limit) == calls
+
+
+def test_no_texts_need_no_model_call(local_calls):
+    assert embed_texts(LOCAL, []) == []
+    assert local_calls == []
