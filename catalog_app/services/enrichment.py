@@ -184,7 +184,7 @@ def _enrich_pool_claim(window: int, size: int, outcome: EnrichmentOutcome) -> in
 def _claim_from_pool(window: int, size: int) -> list[Record]:
     """Lock up to ``size`` pool records no one holds: the oldest (so none waits long behind
     newer ones) and those nearest to it in text length among the ``window`` oldest pool records,
-    so the length-sorted embedding calls of a small claim pad about as little as those of one
+    so the embedding calls of a small claim pad about as little as those of one
     large claim, and the processes of a worker finish a burst together."""
     anchor = _claimable().filter(_in_pool()).annotate(chars=Length("text")).order_by("seq").first()
     if anchor is None:
