@@ -65,9 +65,10 @@ def _calls_by_chars(texts: list[str], limit: int) -> list[list[int]]:
 
 
 def _calls_by_tokens(texts: list[str], limit: int) -> list[list[int]]:
-    """Positions of ``texts`` in calls of the bundled model (``calls_by_token_counts``)."""
-    if not texts:
-        return []
+    """Positions of ``texts`` in calls of the bundled model (``calls_by_token_counts``); one
+    text (a query) is one call without a tokenizer pass."""
+    if len(texts) <= 1:
+        return [[0]] if texts else []
     model = local_model()
     try:
         lengths = model.tokenizer(texts, truncation=True, max_length=model.max_seq_length,

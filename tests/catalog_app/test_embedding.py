@@ -234,3 +234,10 @@ def test_calls_by_token_counts_trade_padding_against_the_cost_of_a_call(lengths,
 def test_no_texts_need_no_model_call(local_calls):
     assert embed_texts(LOCAL, []) == []
     assert local_calls == []
+
+
+@pytest.mark.model
+def test_one_text_is_one_call_without_a_tokenizer_pass(local_calls, monkeypatch):
+    monkeypatch.setattr(embedding, "calls_by_token_counts", lambda lengths, limit: pytest.fail("tokenized"))
+    (vector,) = embed_texts(LOCAL, ["where is my parcel"])
+    assert local_calls == [["where is my parcel"]] and len(vector) == 384
