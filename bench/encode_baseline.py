@@ -32,11 +32,10 @@ def encode_seconds(model, texts: list[str]) -> float:
 
 def token_call_seconds(model, texts: list[str]) -> float:
     """``encode`` of ``texts`` in the calls Memseek makes (grouped by token count)."""
-    from catalog_app.embedding import calls_by_token_counts
+    from catalog_app.embedding import calls_by_token_counts, token_counts
 
     started = time.perf_counter()
-    lengths = model.tokenizer(texts, truncation=True, max_length=model.max_seq_length, return_length=True)["length"]
-    for call in calls_by_token_counts(lengths, ENCODE_BATCH):
+    for call in calls_by_token_counts(token_counts(model, texts), ENCODE_BATCH):
         model.encode([texts[index] for index in call], batch_size=len(call), normalize_embeddings=True,
                      convert_to_numpy=True, show_progress_bar=False)
     return time.perf_counter() - started

@@ -368,10 +368,9 @@ def padding_analysis(model, texts: list[str], claim: int, window: int, embedding
       ``ENRICH_POOL`` oldest left, each claim in Memseek's calls.
 
     Deterministic, so it separates what the batching costs from machine noise."""
-    from catalog_app.embedding import calls_by_token_counts
+    from catalog_app.embedding import calls_by_token_counts, token_counts
 
-    limit = model.max_seq_length
-    lengths = model.tokenizer(texts, truncation=True, max_length=limit, return_length=True)["length"]
+    lengths = token_counts(model, texts)
 
     def baseline_calls(group: list[int]) -> list[list[int]]:
         order = sorted(group, key=lambda i: len(texts[i]))
@@ -398,7 +397,7 @@ def padding_analysis(model, texts: list[str], claim: int, window: int, embedding
     schemes = {"baseline": padded(baseline_calls(everything)),
                "eager": padded([call for request in batches(everything, BATCH) for call in memseek_calls(request)]),
                "worker": padded([call for group in claims(everything) for call in memseek_calls(group)])}
-    return {"real_tokens": sum(lengths), "max_seq_length": limit, "claim": claim, "window": window,
+    return {"real_tokens": sum(lengths), "max_seq_length": model.max_seq_length, "claim": claim, "window": window,
             "embedding_batch": embedding_batch, "padded_tokens": schemes,
             "compute_ratio_vs_baseline": {name: round(schemes["baseline"] / tokens, 3)
                                           for name, tokens in schemes.items()}}
@@ -426,7 +425,7 @@ def measure_ready(server: Server, copier: RowCopier, workspace: dict, baseline: 
     log("ingest-to-ready: warming the model in the server (not timed)")
     warm = make_records(BATCH, seed + 30_000, dedupe_prefix=f"{workspace.name}-warm")
     warm_seconds, answer = post_records(server, json.dumps({"records": warm}).encode(), key)
-    _ids(answer, len(warm))
+    _ids(answer, len(warm))  # raises unless the whole warm-up batch was inserted
     _wait_ready(copier, workspace.id, timeout=900)
     log(f"  server warm-up batch took {warm_seconds:.1f}s")
     load = {"start": [round(x, 2) for x in os.getloadavg()]}

@@ -71,11 +71,17 @@ def _calls_by_tokens(texts: list[str], limit: int) -> list[list[int]]:
         return [[0]] if texts else []
     model = local_model()
     try:
-        lengths = model.tokenizer(texts, truncation=True, max_length=model.max_seq_length,
-                                  return_length=True)["length"]
+        lengths = token_counts(model, texts)
     except Exception as error:  # tokenizer failures surface as many types
         raise EmbeddingUnavailable(f"the local tokenizer failed: {error!r}") from error
     return calls_by_token_counts(lengths, limit)
+
+
+def token_counts(model, texts: Sequence[str]) -> list[int]:
+    """The tokens ``model`` (a ``SentenceTransformer``) runs for each of ``texts``, special
+    tokens included, after its truncation to ``max_seq_length``."""
+    return model.tokenizer(list(texts), truncation=True, max_length=model.max_seq_length,
+                           return_length=True)["length"]
 
 
 def calls_by_token_counts(lengths: Sequence[int], limit: int) -> list[list[int]]:

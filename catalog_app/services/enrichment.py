@@ -177,7 +177,7 @@ def _drain_pool(ids: list[str], window: int, outcome: EnrichmentOutcome) -> None
 @transaction.atomic
 def _enrich_pool_claim(window: int, size: int, outcome: EnrichmentOutcome) -> int:
     records = _claim_from_pool(window, size)
-    _enrich_claimed(records, False, outcome)
+    _enrich_claimed(records, final_attempt=False, outcome=outcome)
     return len(records)
 
 
