@@ -30,6 +30,13 @@ _query_cache: OrderedDict[tuple, tuple[float, ...]] = OrderedDict()
 _query_cache_lock = threading.Lock()
 
 
+def torch_threads_per_process(processes: int) -> int:
+    """Torch threads for each of ``processes`` processes that share this machine's usable cores
+    for the bundled model (at least one): on few cores, several processes of one thread encode
+    more texts per second than one process of several."""
+    return max(1, len(os.sched_getaffinity(0)) // max(1, processes))
+
+
 class EmbeddingUnavailable(ProviderError):
     """The embedding provider failed or answered with unusable vectors."""
 

@@ -35,7 +35,9 @@ def share_cores_among_pool_processes(sender=None, **kwargs):
     concurrency = getattr(sender, "concurrency", None)
     if "OMP_NUM_THREADS" in os.environ or not isinstance(concurrency, int) or concurrency < 1:
         return
-    os.environ["OMP_NUM_THREADS"] = str(max(1, len(os.sched_getaffinity(0)) // concurrency))
+    from .embedding import torch_threads_per_process
+
+    os.environ["OMP_NUM_THREADS"] = str(torch_threads_per_process(concurrency))
 
 
 @worker_process_init.connect(dispatch_uid="catalog_app.load_bundled_model")

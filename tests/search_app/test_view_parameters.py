@@ -1,5 +1,8 @@
 """The shared parameter model: load-time declarations, the JSON Schema it publishes, call-time
 binding (which must agree with that schema), and the fixed graph-view contracts."""
+import re
+from datetime import date
+
 import jsonschema
 import pytest
 import yaml
@@ -9,6 +12,7 @@ from memseek_site.errors import ApiError
 from search_app.views.parameters import (
     GRAPH_PARAMETERS,
     ORPHAN_PARAMETERS,
+    RFC3339_PATTERN,
     Parameter,
     bind_parameters,
     check_fixed_contract,
@@ -190,7 +194,8 @@ def test_input_schema_of_every_type_and_the_remaining_keywords():
     """), "p")
     schema = input_schema(parameters)
     assert schema["properties"] == {
-        "when": {"type": "string", "format": "date-time", "enum": ["2026-01-01T00:00:00Z"]},
+        "when": {"type": "string", "format": "date-time", "pattern": RFC3339_PATTERN,
+                 "enum": ["2026-01-01T00:00:00Z"]},
         "ratio": {"type": "number", "minimum": 0.5},
         "flag": {"type": "boolean", "default": True},
         "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1, "enum": [["a"], ["a", "b"]]},
@@ -313,6 +318,36 @@ def test_binding_agrees_with_the_published_schema(name, value):
     except ApiError:
         bound = False
     assert bound == validator.is_valid(values)
+
+RFC3339 = re.compile(RFC3339_PATTERN)
+
+
+def test_the_published_datetime_pattern_is_enforced_without_format_packages():
+    """A validator with no format checker at all (a client without the optional packages) still
+    refuses what the binder refuses."""
+    parameters = all_types()
+    validator = jsonschema.Draft202012Validator(input_schema(parameters))
+    for value in ("yesterday", "2026-02-30T00:00:00Z", "2026-07-17T09:00:00", "2026-07-17T09:00:00Z\n",
+                  "\u0662\u0660\u0662\u0666-07-17T09:00:00Z"):
+        assert not validator.is_valid({"entity": "abc", "when": value}), value
+    assert validator.is_valid({"entity": "abc", "when": "2026-07-17T09:00:00Z"})
+
+
+def test_the_datetime_pattern_knows_every_calendar_day_of_a_400_year_cycle():
+    """The day part of the pattern against the calendar itself: every (year, month, day) from the
+    1st to the 31st of every month of 1600-1999 and of the years 0001-0004 and 9996-9999."""
+    years = [*range(1, 5), *range(1600, 2000), *range(9996, 10000)]
+    for year in years:
+        for month in range(1, 13):
+            for day in range(1, 32):
+                text = f"{year:04d}-{month:02d}-{day:02d}T00:00:00Z"
+                try:
+                    date(year, month, day)
+                    real = True
+                except ValueError:
+                    real = False
+                assert bool(RFC3339.fullmatch(text)) == real, text
+    assert not RFC3339.fullmatch("0000-02-29T00:00:00Z")
 
 
 def test_schema_and_binder_agree_on_unknown_and_missing_keys():
