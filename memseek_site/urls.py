@@ -3,10 +3,13 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+# The operator console is one URL namespace (``console:…``) made of each app's screens, so a
+# template links to any console page by the console's own name, never by an app's.
+CONSOLE = [path("", include("catalog_app.ui.urls")), path("", include("search_app.ui.urls"))]
+
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("console/", include("catalog_app.ui.urls")),
-    path("console/", include("search_app.ui.urls")),
+    path("console/", include((CONSOLE, "console"))),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("", include("catalog_app.urls")),
