@@ -227,13 +227,15 @@ def _insert(workspace: Workspace, rows: list[tuple[int, PreparedRecord, int]]):
         return [], []
     params = []
     ids = []
+    # Parents are stored sorted, as dedupe compares them; the prepared record keeps the client's
+    # order so that a parent error names the client's index.
     for _, record, depth in rows:
         record_id = uuid.uuid4()
         ids.append(record_id)
         params.extend([record_id, workspace.pk, record.collection, record.collection_version,
                        record.collection_hash, record.entity, record.type, record.key, record.status, record.text,
                        Jsonb(record.content), Jsonb(record.scores), Jsonb(record.annotations),
-                       Jsonb(record.annotation_meta), depth, list(record.derived_from), record.dedupe_key,
+                       Jsonb(record.annotation_meta), depth, sorted(record.derived_from), record.dedupe_key,
                        record.dedupe_hash, record.occurred_at, record.ready_at_insert, record.tombstone,
                        Jsonb(record.bm25_tf), record.bm25_length])
     sql = (f"INSERT INTO catalog_app_record ({', '.join(_COLUMNS)}) VALUES {', '.join([_ROW] * len(rows))} "
