@@ -39,6 +39,10 @@ def json_bytes(value) -> int:
     return len(text.encode("utf-8")) + 3 * (text.count("\u2028") + text.count("\u2029"))
 
 
+# annotation_meta members that audit a result rather than describe how enrichment went.
+_AUDIT_KEYS = ("config_hash", "output_hash", "source")
+
+
 def record_get(*, workspace: Workspace, record_id: uuid.UUID) -> dict:
     """Return the full dereference of one record of ``workspace`` (everything but the vector).
 
@@ -70,6 +74,7 @@ def record_get(*, workspace: Workspace, record_id: uuid.UUID) -> dict:
         "scores": record.scores,
         "annotations": record.annotations,
         "annotation_meta": record.annotation_meta,
+        "enrichment_meta": _enrichment_meta(record),
         "enrichment_error": record.enrichment_error,
         "ready": record.ready,
         "enriched_at": _iso(record.enriched_at),
@@ -284,6 +289,14 @@ def _embedding_space(workspace: Workspace, record: Record) -> str | None:
     models_conf = catalog_for_workspace(workspace).value("models", "models")
     active = models_conf.embedding.space if models_conf is not None else None
     return active if active in spaces else spaces[0]
+
+
+def _enrichment_meta(record: Record) -> dict:
+    """The worker's diagnostics per processor it ran (outcome status, when, and the model or
+    embedding space): ``annotation_meta`` without client entries and without the audit hashes.
+    ``{}`` for a record the worker had nothing to do for."""
+    return {name: {key: value for key, value in meta.items() if key not in _AUDIT_KEYS}
+            for name, meta in record.annotation_meta.items() if meta.get("source") != "client"}
 
 
 def _citations(record: Record) -> list[str]:
