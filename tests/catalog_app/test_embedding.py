@@ -1,14 +1,21 @@
 """Embedding texts: the bundled MiniLM model, and the OpenAI-compatible HTTP adapter against a
 real loopback server."""
 import math
+import shutil
 import socket
+from dataclasses import replace
+from types import MappingProxyType
 
 import pytest
+import yaml
 
 from catalog_app import embedding
+from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.catalog.models_conf import EmbeddingConfig, Provider
 from catalog_app.embedding import EmbeddingUnavailable, embed_query, embed_texts, embedding_batch_size, local_model
 from catalog_app.text import TRUNCATION_SENTINEL
+from catalog_app.services.catalog_load import catalog_load
+from tests.conftest import EXAMPLE_CATALOG
 from tests.openai_server import ScriptedOpenAIServer
 
 LOCAL = EmbeddingConfig(Provider("local", "sentence_transformers", None, None, "none", "max_tokens"),
@@ -101,6 +108,32 @@ def test_http_provider_sends_the_bearer_key(server, monkeypatch):
     monkeypatch.setenv("EMBED_KEY", "sk-embed")
     embed_texts(http_config(server.base_url, api_key_env="EMBED_KEY"), ["x"])
     assert server.requests[0].headers["Authorization"] == "Bearer sk-embed"
+
+
+def test_embedding_params_from_models_yaml_reach_the_provider(server, workspace, tmp_path):
+    directory = tmp_path / "catalog"
+    shutil.copytree(EXAMPLE_CATALOG, directory)
+    (directory / "conf" / "models.yaml").write_text(yaml.safe_dump({
+        "providers": {"remote": {"adapter": "openai_compat", "base_url": server.base_url}},
+        "embedding": {"provider": "remote", "model": "text-embedding-test", "dimensions": 384, "space": "remote-v1",
+                      "params": {"input_type": "document", "truncate": {"side": "end"}}}}))
+    catalog_load(workspace=workspace, directory=directory)
+    config = catalog_for_workspace(workspace).value("models", "models").embedding
+    embed_texts(config, ["first", "second"])
+    embed_query(config, "a query")
+    assert [request.body for request in server.requests] == [
+        {"model": "text-embedding-test", "input": ["first", "second"], "input_type": "document",
+         "truncate": {"side": "end"}},
+        {"model": "text-embedding-test", "input": ["a query"], "input_type": "document", "truncate": {"side": "end"}},
+    ]
+
+
+def test_the_query_cache_tells_embedding_params_apart(server):
+    plain = http_config(server.base_url)
+    document = replace(plain, params=MappingProxyType({"input_type": "document"}))
+    embed_query(plain, "same text")
+    embed_query(document, "same text")
+    assert [request.body.get("input_type") for request in server.requests] == [None, "document"]
 
 
 def test_texts_are_middle_truncated_to_max_text_chars(server):
