@@ -372,9 +372,9 @@ def check_fixed_contract(parameters: tuple[Parameter, ...], fixed: tuple[Paramet
     The names, types, required-ness and defaults must equal ``fixed``'s exactly. Authors may
     add ``description``, ``enum``/``item_enum``, ``minimum``/``maximum``,
     ``min_length``/``max_length`` and ``max_items``, but only to narrow: bounds stay inside the
-    fixed range and an enum inside the fixed enum. The
-    returned parameters (declaration order) carry the author's narrowing plus every fixed
-    bound or enum the author left out, so the schema and binder state the hard limits too.
+    fixed range and an enum inside the fixed enum. The returned parameters (declaration order)
+    carry the author's narrowing plus every fixed bound or enum the author left out, so the
+    schema and binder state the hard limits too.
     Raises ``CatalogError(path.<name>[.<key>], code, ...)``; pass ``graph_orphans_view`` for
     orphan views.
     """
