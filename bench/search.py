@@ -550,7 +550,7 @@ class Bench:
 
     def measure_touch(self) -> dict:
         """The eager touch-on-read UPDATE (k ids) that runs in-process without a broker."""
-        from search_app.services import records_touch
+        from catalog_app.services.record_touch import records_touch
 
         times = []
         for query in self.queries[:20]:

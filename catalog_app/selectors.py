@@ -21,6 +21,8 @@ from memseek_site.errors import ApiError
 
 from .catalog.runtime import catalog_for_workspace
 from .models import Record, RecordEmbedding, Workspace
+from .record_sql import current_in_lane_q
+from .services.record_touch import records_touch
 from .text import truncate_middle
 
 SYSTEM_COLLECTION = "_system"
@@ -46,8 +48,8 @@ _AUDIT_KEYS = ("config_hash", "output_hash", "source")
 def record_get(*, workspace: Workspace, record_id: uuid.UUID) -> dict:
     """Return the full dereference of one record of ``workspace`` (everything but the vector).
 
-    When ``TOUCH_ON_READ`` is true, ``last_accessed`` is set to now first and the payload shows
-    the new value. Raises ``ApiError('record_not_found')`` for a missing id and for another
+    When ``TOUCH_ON_READ`` is true, the record is touched first (``records_touch``) and the
+    payload shows the new ``last_accessed``. Raises ``ApiError('record_not_found')`` for a missing id and for another
     workspace's id alike.
     """
     record = Record.objects.filter(workspace=workspace, pk=record_id).defer(*_UNREAD_COLUMNS).first()
@@ -55,8 +57,7 @@ def record_get(*, workspace: Workspace, record_id: uuid.UUID) -> dict:
         raise ApiError("record_not_found", f"No record {record_id} in this workspace.", path="id")
     if memseek_setting("TOUCH_ON_READ"):
         now = timezone.now()
-        # last_accessed is one of the few columns that may change after insert (models.py).
-        Record.objects.filter(pk=record.pk).update(last_accessed=now)
+        records_touch(record_ids=[record.pk], now=now)
         record.last_accessed = now
     return {
         "id": str(record.id),
@@ -128,7 +129,7 @@ def document_get(*, workspace: Workspace, entity: str, collections: Sequence[str
             .exclude(collection=SYSTEM_COLLECTION))
     if collections:
         rows = rows.filter(collection__in=collections)
-    heads = list(rows.order_by("collection", "key", "-seq").distinct("collection", "key")
+    heads = list(rows.filter(current_in_lane_q()).order_by("collection", "key")
                  .defer("content", "scores", "annotations", "annotation_meta", *_UNREAD_COLUMNS)[: max_records + 1])
     if len(heads) > max_records:
         raise ApiError("document_too_large",

@@ -17,6 +17,7 @@ from django.db import InterfaceError, OperationalError, transaction
 from memseek_site.conf import memseek_setting
 
 from .services.enrichment import EnrichmentDeferred, records_enrich, records_recover_pending
+from .services.record_touch import records_touch
 
 logger = logging.getLogger(__name__)
 
@@ -55,3 +56,31 @@ def enqueue_enrichment(record_ids: Iterable) -> None:
     size = memseek_setting("ENRICH_BATCH")
     for start in range(0, len(ids), size):
         transaction.on_commit(partial(enrich_records.delay, ids[start:start + size]), robust=True)
+
+
+@shared_task(name="catalog_app.tasks.touch_records", ignore_result=True)
+def touch_records(record_ids: list[str]) -> int:
+    """Touch the records ``record_ids`` as read (``records_touch``)."""
+    return records_touch(record_ids=record_ids)
+
+
+def enqueue_touch(record_ids: Iterable) -> None:
+    """When ``TOUCH_ON_READ`` is on, send ``touch_records`` for ``record_ids`` once any
+    surrounding transaction commits, after the response's scores are final. Best effort: a
+    failure is logged and never fails the read."""
+    if not memseek_setting("TOUCH_ON_READ"):
+        return
+    ids = [str(record_id) for record_id in record_ids]
+    if not ids:
+        return
+    try:
+        transaction.on_commit(partial(_send_touch, ids), robust=True)
+    except Exception:  # best effort by contract: never fail a read because of the touch
+        logger.exception("could not schedule touch_records")
+
+
+def _send_touch(ids: list[str]) -> None:
+    try:
+        touch_records.delay(ids)
+    except Exception:
+        logger.exception("touch_records for %d record(s) failed", len(ids))

@@ -31,13 +31,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from django.db import connection, transaction
+from django.db import connection
 
 from catalog_app.catalog.registry import Catalog
+from catalog_app.record_sql import RECORD, embedding_rows, hnsw_scan, nearest_sql, vector_distance, vector_literal
 from memseek_site.conf import memseek_setting
 from memseek_site.parallel import run_all
-from search_app.engine.pg_backend import EMBEDDING, OR_QUERY, text_matches_sql
-from search_app.engine.sql_scope import RECORD
+from search_app.engine.pg_backend import OR_QUERY, text_matches_sql
 from search_app.graph.store import LinkStore
 
 from .scope import CompiledScope
@@ -63,19 +63,14 @@ class QueryVector:
 
 
 def vector_leg(scope: CompiledScope, vector: QueryVector, *, min_similarity: float, cap: int) -> list[LegHit]:
-    dims = int(vector.dimensions)
-    literal = "[" + ",".join(repr(float(v)) for v in vector.values) + "]"
-    distance = f"e.embedding::vector({dims}) <=> %s::vector({dims})"
-    # The space literal must appear verbatim for the planner to use the space's partial index; it
-    # was validated against the embedding-space name pattern when the catalog loaded.
-    sql = (f"SELECT id, similarity, key, entity FROM (SELECT r.id, r.seq, r.key, r.entity, 1 - ({distance}) "
-           f"AS similarity FROM {EMBEDDING} e JOIN {RECORD} r ON r.id = e.record_id "
-           f"WHERE e.space = '{vector.space}' AND e.workspace_id = %s AND {scope.memory.sql} "
-           f"ORDER BY {distance} LIMIT %s) nearest WHERE similarity >= %s ORDER BY similarity DESC, seq DESC")
+    literal = vector_literal(vector.values)
+    similarity = f"1 - ({vector_distance(vector.dimensions)}) AS similarity"
+    nearest = nearest_sql(columns=f"r.id, r.seq, r.key, r.entity, {similarity}", space=vector.space,
+                          dimensions=vector.dimensions, where=scope.memory.sql)
+    sql = (f"SELECT id, similarity, key, entity FROM ({nearest}) nearest WHERE similarity >= %s "
+           f"ORDER BY similarity DESC, seq DESC")
     params = [literal, scope.workspace_id, *scope.memory.params, literal, cap, min_similarity]
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true), "
-                       "set_config('hnsw.iterative_scan', 'relaxed_order', true)", [str(max(40, min(cap, 1000)))])
+    with hnsw_scan(cap) as cursor:
         cursor.execute(sql, params)
         return [LegHit(row[0], float(row[1]), row[2], row[3]) for row in cursor.fetchall()]
 
@@ -190,12 +185,9 @@ def policy_drop_count(scope: CompiledScope, query: str, vector: QueryVector | No
              f"LIMIT %s)"]
     params: list = [query, *scope.hidden.params, cap]
     if vector is not None:
-        dims = int(vector.dimensions)
-        literal = "[" + ",".join(repr(float(v)) for v in vector.values) + "]"
-        parts.append(f"(SELECT r.id FROM {EMBEDDING} e JOIN {RECORD} r ON r.id = e.record_id "
-                     f"WHERE e.space = '{vector.space}' AND e.workspace_id = %s AND {scope.hidden.sql} "
-                     f"AND 1 - (e.embedding::vector({dims}) <=> %s::vector({dims})) >= %s LIMIT %s)")
-        params.extend([scope.workspace_id, *scope.hidden.params, literal, min_similarity, cap])
+        parts.append(f"(SELECT r.id {embedding_rows(vector.space, scope.hidden.sql)} "
+                     f"AND 1 - ({vector_distance(vector.dimensions)}) >= %s LIMIT %s)")
+        params.extend([scope.workspace_id, *scope.hidden.params, vector_literal(vector.values), min_similarity, cap])
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*) FROM ({' UNION '.join(parts)}) hidden", params)
         return int(cursor.fetchone()[0])

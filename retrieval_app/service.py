@@ -32,6 +32,7 @@ from datetime import datetime, timezone
 from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.embedding import embed_query
 from catalog_app.llm import ProviderError
+from catalog_app.tasks import enqueue_touch
 from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
 from search_app.engine.fusion import rrf_fuse
@@ -116,10 +117,7 @@ def retrieve(*, workspace, request: RetrieveRequest | dict, side_effects: bool =
     receipt_id = None
     if side_effects:
         receipt_id = str(_store_receipt(workspace, request, compiled, budget).id)
-        if memseek_setting("TOUCH_ON_READ"):
-            from search_app.tasks import enqueue_touch
-
-            enqueue_touch(item.id for name in SECTIONS for item in compiled.included[name])
+        enqueue_touch(item.id for name in SECTIONS for item in compiled.included[name])
     payload = {"receiptId": receipt_id, "mode": request.mode, "asOf": _iso(request.as_of),
                "asOfAxis": request.as_of_axis, "sections": sections, "compilation": compiled.report()}
     if not side_effects:

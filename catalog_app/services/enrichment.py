@@ -40,7 +40,8 @@ from ..catalog.registry import Definition
 from ..catalog.runtime import catalog_for_workspace
 from ..embedding import EmbeddingUnavailable, embed_texts
 from ..llm import ProviderError, ProviderInvalid
-from ..models import Record, RecordEmbedding
+from ..models import Record
+from ..record_sql import EMBEDDING, RECORD
 from ..text import truncate_middle
 from .enrichment_llm import processor_ask
 
@@ -293,7 +294,7 @@ def _insert_embeddings(plans: list[_Plan], space: str, texts_and_hashes: dict) -
     a vector already stored for (record, space) is kept."""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO {RecordEmbedding._meta.db_table} (record_id, workspace_id, space, embedding, created_at) "
+            f"INSERT INTO {EMBEDDING} (record_id, workspace_id, space, embedding, created_at) "
             "SELECT r, w, %s, v::vector, now() FROM unnest(%s::uuid[], %s::bigint[], %s::text[]) AS u(r, w, v) "
             "ON CONFLICT (record_id, space) DO NOTHING",
             [space, [plan.record.pk for plan in plans], [plan.record.workspace_id for plan in plans],
@@ -360,8 +361,7 @@ def _error(error: ProviderError) -> dict:
 
 # Each member is merged only while annotation_meta has no entry of that processor; annotations
 # additionally never replace an existing key.
-_WRITE_ONCE = """
-UPDATE catalog_app_record AS r SET
+_WRITE_ONCE = f"UPDATE {RECORD} AS r SET" + """
   annotations = r.annotations || COALESCE((
     SELECT jsonb_object_agg(p.key, p.value -> 'annotation') FROM jsonb_each(%(payload)s) AS p
     WHERE p.value ? 'annotation' AND NOT r.annotation_meta ? p.key AND NOT r.annotations ? p.key), '{}'::jsonb),
@@ -415,7 +415,7 @@ def _mark_ready(plans: list[_Plan]) -> list[str]:
     ready = []
     with connection.cursor() as cursor:
         for required, ids in by_required.items():
-            cursor.execute("UPDATE catalog_app_record SET enriched_at = now() WHERE id = ANY(%s) "
+            cursor.execute(f"UPDATE {RECORD} SET enriched_at = now() WHERE id = ANY(%s) "
                            "AND enriched_at IS NULL AND annotation_meta ?& %s::text[] RETURNING id",
                            [ids, list(required)])
             ready += [str(row[0]) for row in cursor.fetchall()]

@@ -19,16 +19,17 @@ from dataclasses import dataclass
 from django.db import connection
 
 from catalog_app.bm25_terms import bm25_query_terms
+from catalog_app.record_sql import RECORD
 
 from .resolve import ResolvedSource
-from .sql_scope import RECORD, filter_clause, scope_clause
+from .sql_scope import filter_clause, scope_clause
 
 K1 = 1.2
 B = 0.75
 
 
 def terms_join(terms: tuple[str, ...]) -> tuple[str, list]:
-    """A LATERAL join (after ``FROM catalog_app_record r``) giving ``b.length`` and ``b.t0``,
+    """A LATERAL join (after the record table as ``r``) giving ``b.length`` and ``b.t0``,
     ``b.t1``, ... (each query term's frequency in the record, NULL when absent). The stored
     (usually TOASTed) jsonb is decompressed once per row, not once per term and use."""
     columns = "".join(f", (j.tf ->> %s)::float8 AS t{i}" for i in range(len(terms)))

@@ -16,17 +16,17 @@ from dataclasses import dataclass, replace
 from functools import partial
 from datetime import datetime
 
-from django.db import connection, transaction
+from django.db import connection
 from psycopg.types.datetime import TimestamptzLoader
 
+from catalog_app.record_sql import EMBEDDING, RECORD, hnsw_scan, nearest_sql, vector_distance, vector_literal
 from memseek_site.conf import memseek_setting
 from memseek_site.parallel import run_all
 
 from .bm25 import Bm25Stats, bm25_candidates, score_expression, terms_join
 from .resolve import ResolvedSource
-from .sql_scope import RECORD, filter_clause, order_clause, scope_clause
+from .sql_scope import filter_clause, order_clause, scope_clause
 
-EMBEDDING = "catalog_app_recordembedding"
 # The query's English lexemes, OR-ed: a long question still finds rows sharing some words. Written
 # inline (not in a CTE) so the planner folds it to a constant and estimates how many rows match.
 OR_QUERY = "replace(plainto_tsquery('english', %s)::text, ' & ', ' | ')::tsquery"
@@ -162,26 +162,19 @@ def _where(resolved: ResolvedSource, context: QueryContext) -> tuple[str, list]:
 
 def _vector(resolved: ResolvedSource, context: QueryContext, cap: int) -> list[uuid.UUID]:
     where, params = _where(resolved, context)
-    dims = int(context.dimensions)
-    distance = f"e.embedding::vector({dims}) <=> %s::vector({dims})"
-    # The space literal must appear verbatim for the planner to match the space's partial index;
-    # it was validated against the embedding-space name pattern when the catalog loaded.
-    base = (f"SELECT r.id FROM {EMBEDDING} e JOIN {RECORD} r ON r.id = e.record_id "
-            f"WHERE e.space = '{context.space}' AND e.workspace_id = %s AND {where}")
-    query_params = [context.workspace_id, *params, _vector_literal(context.vector), cap]
+    query_params = [context.workspace_id, *params, vector_literal(context.vector), cap]
     # A scope naming entities is usually small: when it holds at most VECTOR_EXACT_MAX records,
     # comparing every one is exact and cheaper than walking the HNSW graph past the rows it
-    # excludes. The second sort key keeps the planner off the index.
+    # excludes.
     narrow = resolved.source.scope.entities is not None
     if narrow and _scope_at_most(where, params, memseek_setting("VECTOR_EXACT_MAX")):
+        sql = nearest_sql(columns="r.id", space=context.space, dimensions=context.dimensions, where=where, exact=True)
         with connection.cursor() as cursor:
-            cursor.execute(f"{base} ORDER BY {distance}, r.seq DESC LIMIT %s", query_params)
+            cursor.execute(sql, query_params)
             return [row[0] for row in cursor.fetchall()]
-    # set_config(..., true) lasts until the end of the transaction, so run both in one.
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true), "
-                       "set_config('hnsw.iterative_scan', 'relaxed_order', true)", [str(max(40, min(cap, 1000)))])
-        cursor.execute(f"{base} ORDER BY {distance} LIMIT %s", query_params)
+    sql = nearest_sql(columns="r.id", space=context.space, dimensions=context.dimensions, where=where)
+    with hnsw_scan(cap) as cursor:
+        cursor.execute(sql, query_params)
         return [row[0] for row in cursor.fetchall()]
 
 
@@ -252,11 +245,10 @@ def reload_by_id(resolved: ResolvedSource, context: QueryContext, ids: list[uuid
     mode = resolved.source.mode
     scope_sql, scope_params = scope_clause(resolved, context.workspace_id)
     params: list = []
-    dims = int(context.dimensions)
     if mode in ("vector", "hybrid") and "similarity" in reads:
-        similarity = (f"(SELECT 1 - (e.embedding::vector({dims}) <=> %s::vector({dims})) FROM {EMBEDDING} e "
+        similarity = (f"(SELECT 1 - ({vector_distance(context.dimensions)}) FROM {EMBEDDING} e "
                       f"WHERE e.record_id = r.id AND e.space = %s)")
-        params.extend([_vector_literal(context.vector), context.space])
+        params.extend([vector_literal(context.vector), context.space])
     else:
         similarity = "NULL::float8"
     if mode in ("text", "hybrid") and "text_match" in reads:
@@ -306,7 +298,3 @@ def _object(text: str) -> dict:
 
 def _float(value) -> float | None:
     return None if value is None else float(value)
-
-
-def _vector_literal(vector) -> str:
-    return "[" + ",".join(repr(float(v)) for v in vector) + "]"
