@@ -1,5 +1,6 @@
 """Celery tasks. Each takes ids, calls one service, and retries transient failures with
-exponential backoff; they are enqueued only after the writing transaction commits.
+exponential backoff; they are enqueued only after the writing transaction commits. The touch
+on read is the exception: best effort by contract, it is logged and dropped on failure.
 
 With acks_late and reject-on-worker-lost, a task that was running when its worker died goes
 back to the broker (Redis redelivers it after the visibility timeout); a worker that starts

@@ -13,7 +13,8 @@ caller may not see is never a candidate of any leg, and the canonical reload re-
 * visibility (``conf/retrieval.yaml``): a record whose visibility is ``private`` is visible
   only when its owner field equals the request's ``agentId`` (never without one); a missing
   visibility value counts as ``shared``;
-* time and supersession on the chosen axis. Valid axis (default): ``occurred_at <= asOf``, and
+* time and supersession on the chosen axis (``catalog_app.record_sql``'s ``as_of_cut`` and
+  ``current_in_lane``). Valid axis (default): ``occurred_at <= asOf``, and
   a keyed record is superseded by a record of its lane ((entity, collection, key, status),
   ready or not, tombstones included) with a later ``(occurred_at, seq)`` — only such records
   with ``occurred_at <= asOf`` count. Transaction axis: ``created_at <= asOf``, superseded by
