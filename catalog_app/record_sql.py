@@ -19,8 +19,8 @@ checks the two against each other on one table of cases.
   condition may widen it.
 * **vectors**: a query vector is written as a pgvector literal and passed as a parameter;
   the space name is written verbatim (the planner matches it against the space's partial HNSW
-  index) and so must match the catalog's ``SPACE_NAME``. An HNSW scan runs inside one transaction with
-  ``hnsw.ef_search`` at least the pool size (within 40..1000) and relaxed-order iterative
+  index), so it must be a valid ``SPACE_NAME``. An HNSW scan runs inside one transaction with
+  ``hnsw.ef_search`` set to its pool size (clamped to 40..1000) and relaxed-order iterative
   scans, so a filtered scan still fills its pool.
 
 Values are always parameters; the only text written into SQL is aliases, validated names and
@@ -101,8 +101,8 @@ def as_of_cut(axis: str, as_of: datetime | None, alias: str = "r") -> Clause:
     return Clause(f"{alias}.{_AS_OF_COLUMN[axis]} <= %s", (as_of,))
 
 
-def newer_in_lane(alias: str = "r", *, axis: str = "transaction", as_of: datetime | None = None,
-                  newer: str = "newer") -> Clause:
+def _newer_in_lane(alias: str = "r", *, axis: str = "transaction", as_of: datetime | None = None,
+                   newer: str = "newer") -> Clause:
     """SQL ``EXISTS``: some row of ``alias``'s lane, within the ``as_of`` slice, comes after it."""
     conditions = [same_lane(alias, newer), successor(axis, alias, newer)]
     cut = as_of_cut(axis, as_of, newer)
@@ -114,18 +114,18 @@ def newer_in_lane(alias: str = "r", *, axis: str = "transaction", as_of: datetim
 def current_in_lane(alias: str = "r", *, axis: str = "transaction", as_of: datetime | None = None,
                     newer: str = "newer") -> Clause:
     """SQL: row ``alias`` is current in its lane (module docstring); events always are."""
-    exists = newer_in_lane(alias, axis=axis, as_of=as_of, newer=newer)
+    exists = _newer_in_lane(alias, axis=axis, as_of=as_of, newer=newer)
     return Clause(f"({alias}.key IS NULL OR NOT {exists.sql})", exists.params)
 
 
 def superseded(alias: str = "r", *, axis: str = "transaction", as_of: datetime | None = None,
                newer: str = "newer") -> Clause:
     """SQL: the negation of ``current_in_lane``: a keyed row with a successor in its lane."""
-    exists = newer_in_lane(alias, axis=axis, as_of=as_of, newer=newer)
+    exists = _newer_in_lane(alias, axis=axis, as_of=as_of, newer=newer)
     return Clause(f"({alias}.key IS NOT NULL AND {exists.sql})", exists.params)
 
 
-def current_in_lane_q(*, axis: str = "transaction", as_of: datetime | None = None) -> Q:
+def current_in_lane_q(*, axis: str = "transaction", as_of: datetime | None = None) -> Exists:
     """ORM twin of ``current_in_lane``. ``key = NULL`` never matches, so an event is never hidden."""
     newer = Record.objects.filter(**{column: OuterRef(column) for column in _LANE})
     if axis == "valid":
@@ -228,7 +228,7 @@ def nearest_sql(*, columns: str, space: str, dimensions: int, where: str, exact:
 
 @contextmanager
 def hnsw_scan(pool: int) -> Iterator:
-    """A cursor inside a transaction whose HNSW settings fill a pool of ``pool`` rows."""
+    """A cursor inside a transaction whose HNSW settings are those of a pool of ``pool`` rows."""
     # set_config(..., true) lasts until the end of the transaction, so the scan must run in it.
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SELECT set_config('hnsw.ef_search', %s, true), "
