@@ -49,8 +49,8 @@ def record_get(*, workspace: Workspace, record_id: uuid.UUID) -> dict:
     """Return the full dereference of one record of ``workspace`` (everything but the vector).
 
     When ``TOUCH_ON_READ`` is true, the record is touched first (``records_touch``) and the
-    payload shows the new ``last_accessed``. Raises ``ApiError('record_not_found')`` for a missing id and for another
-    workspace's id alike.
+    payload shows the new ``last_accessed``. Raises ``ApiError('record_not_found')`` for a
+    missing id and for another workspace's id alike.
     """
     record = Record.objects.filter(workspace=workspace, pk=record_id).defer(*_UNREAD_COLUMNS).first()
     if record is None:
