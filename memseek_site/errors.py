@@ -23,6 +23,7 @@ ERROR_STATUS: dict[str, int] = {
     "view_parameter": 422,
     "method_not_allowed": 405,
     "unsupported_media_type": 415,
+    "bad_request": 400,
     # The JSON body and query text rules (memseek_site.json_body)
     "body_too_large": 413,
     "json_too_deep": 422,
