@@ -118,11 +118,11 @@ class VectorCache:
 
         real = run.embed_query
 
-        def cached(config, text):
+        def cached(config, text, *, workspace_id):
             vector = self.vectors.get(text)
             if vector is None:
                 self.misses += 1
-                vector = self.vectors[text] = real(config, text)
+                vector = self.vectors[text] = real(config, text, workspace_id=workspace_id)
             return vector
 
         run.embed_query = cached
@@ -360,7 +360,7 @@ class Bench:
             torch.set_num_threads(threads)
         try:
             result, vectors = setup.measure_query_embedding(
-                self.config, list(dict.fromkeys(q["q"] for q in self.queries)),
+                self.config, self.workspace.pk, list(dict.fromkeys(q["q"] for q in self.queries)),
                 f"{self.size}: query embedding ({torch.get_num_threads()} torch threads)", self.args.embedding_passes)
         finally:
             torch.set_num_threads(default_threads)

@@ -89,7 +89,7 @@ def retrieve(*, workspace, request: RetrieveRequest | dict, side_effects: bool =
                               hide_superseded=settings.hide_superseded)
     budget = None if request.raw else (request.token_budget or settings.token_budget)
     with _timer(latency, "embed"):
-        vector = _embed(models.embedding, request.query) if scope.embed else None
+        vector = _embed(models.embedding, request.query, workspace.pk) if scope.embed else None
     cap = leg_cap(request.top_n)
     legs, drops, phase_latency = _run_legs(scope, catalog, request, vector, settings.min_vector_similarity, cap)
     latency.update(phase_latency)
@@ -145,9 +145,9 @@ def receipt_get(*, workspace, receipt_id: uuid.UUID) -> dict:
 
 # --- stages ----------------------------------------------------------------------------------
 
-def _embed(config, query: str) -> QueryVector:
+def _embed(config, query: str, workspace_id: int) -> QueryVector:
     try:
-        return QueryVector(embed_query(config, query), config.space, config.dimensions)
+        return QueryVector(embed_query(config, query, workspace_id=workspace_id), config.space, config.dimensions)
     except ProviderError as error:
         raise ApiError("embedding_unavailable", f"The query could not be embedded: {error}") from None
 

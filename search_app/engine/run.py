@@ -122,7 +122,7 @@ def _context(workspace, spec: SearchSpec, catalog: Catalog, resolved) -> pg_back
     vector = None
     if any(source.source.mode in ("vector", "hybrid") for source in resolved):
         try:
-            vector = embed_query(embedding, spec.q)
+            vector = embed_query(embedding, spec.q, workspace_id=workspace.pk)
         except ProviderError as error:
             raise ApiError("embedding_unavailable", f"The query could not be embedded: {error}") from None
     return pg_backend.QueryContext(workspace.pk, spec.q, vector, embedding.space, embedding.dimensions)

@@ -94,7 +94,8 @@ def test_vectors_are_searchable_by_cosine_distance_in_sql(catalog):
     records_enrich(record_ids=[record.id for record in records])
     from catalog_app.embedding import embed_query
 
-    query = embed_query(catalog_for_workspace(catalog).value("models", "models").embedding, "sales went up")
+    query = embed_query(catalog_for_workspace(catalog).value("models", "models").embedding, "sales went up",
+                        workspace_id=catalog.pk)
     with connection.cursor() as cursor:
         cursor.execute("SELECT record_id FROM catalog_app_recordembedding WHERE space = %s "
                        "ORDER BY embedding::vector(384) <=> %s::vector(384) LIMIT 1", [SPACE, str(query)])

@@ -208,9 +208,9 @@ def test_text_search_with_only_stopwords_matches_nothing(catalog, api):
 def test_only_meaning_searches_embed_the_query_once(api, budget_notes, monkeypatch, mode, calls):
     seen = []
 
-    def spy(config, text):
+    def spy(config, text, *, workspace_id):
         seen.append(text)
-        return embedding_module.embed_query(config, text)
+        return embedding_module.embed_query(config, text, workspace_id=workspace_id)
 
     monkeypatch.setattr(run_module, "embed_query", spy)
     body = search(api, {**MODE_BODIES[mode], "scope": {"collections": ["main"]}})
