@@ -164,7 +164,7 @@ class SqlCapture:
 
     @contextmanager
     def installed(self):
-        from search_app.engine import pg_backend
+        from search_app.backends import pg as pg_backend
 
         real = pg_backend.candidate_ids
         channels = {name: getattr(pg_backend, name) for name in self.CHANNELS}
@@ -201,8 +201,8 @@ STAGES = (
     ("parse", "search_app.services", "search_spec_parse", None),
     ("resolve", "search_app.engine.run", "resolve_search", None),
     ("query vector (cache lookup)", "search_app.engine.run", "embed_query", None),
-    ("candidate SQL", "search_app.engine.pg_backend", "candidate_ids", None),
-    ("reload SQL", "search_app.engine.pg_backend", "reload_rows", None),
+    ("candidate SQL", "search_app.backends.pg", "candidate_ids", None),
+    ("reload SQL", "search_app.backends.pg", "reload_rows", None),
     ("recheck", "search_app.engine.run", "passes_filters", None),
     ("rank (expression)", "search_app.engine.run", "_evaluate", None),
     ("rank (order)", "search_app.engine.run", "order_scored", None),
@@ -284,7 +284,7 @@ def _channel_rank(sql: str) -> int:
 
 def merged(call: dict, channels: list[list]) -> list:
     """The candidate list the backend builds from the replayed channel results."""
-    from search_app.engine.pg_backend import interleave
+    from search_app.engine.candidates import interleave
 
     if len(channels) == 1:
         return channels[0]

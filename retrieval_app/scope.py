@@ -35,7 +35,7 @@ from catalog_app.record_sql import FALSE, TRUE, Clause, as_of_cut, current_in_la
 from memseek_site.errors import ApiError
 from search_app.engine.resolve import FieldAccess, ResolveError, field_paths, operand_matches, resolve_search
 from search_app.engine.spec import Condition, Scope, SearchSpec, Source
-from search_app.engine.sql_scope import filter_clause, scope_clause, value_expression
+from search_app.backends.pg_scope import filter_clause, scope_clause, value_expression
 
 from .policy import RetrievalPolicy, retrieval_policy
 from .request import RetrieveRequest

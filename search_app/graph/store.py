@@ -18,7 +18,7 @@ from catalog_app.catalog.registry import Catalog
 from catalog_app.record_sql import RECORD, current_in_lane, live, superseded
 
 from ..engine.resolve import FieldAccess, field_paths
-from ..engine.sql_scope import value_expression
+from ..backends.pg_scope import value_expression
 from .walk import Link, Step, steps_from
 
 ROLES = ("subject", "object", "predicate")

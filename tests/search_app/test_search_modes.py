@@ -179,7 +179,7 @@ def test_text_candidates_come_from_the_newest_text_rank_scan_matches(catalog, ap
 
 
 def test_hybrid_text_channel_ranks_its_own_number_of_newest_matches(catalog, api, settings, monkeypatch):
-    from search_app.engine import pg_backend
+    from search_app.backends import pg as pg_backend
 
     proposed = []
     real_text = pg_backend._text
@@ -252,7 +252,7 @@ def test_a_query_over_the_length_limit_is_rejected(catalog, api, settings):
 def test_hybrid_channels_run_concurrently_and_merge_as_they_would_in_sequence(catalog, api, settings, monkeypatch):
     from django.db import transaction
 
-    from search_app.engine import pg_backend
+    from search_app.backends import pg as pg_backend
 
     settings.MEMSEEK = {"TOUCH_ON_READ": False}
     ingest_ready(catalog, [item("Budget draft for the offsite", occurred_at=at(0)),

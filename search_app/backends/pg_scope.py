@@ -11,8 +11,8 @@ import json
 
 from catalog_app.record_sql import record_scope
 
-from .resolve import FieldAccess, ResolvedSource
-from .spec import Condition
+from ..engine.resolve import FieldAccess, ResolvedSource
+from ..engine.spec import Condition
 
 
 def scope_clause(resolved: ResolvedSource, workspace_id: int, alias: str = "r") -> tuple[str, list]:
