@@ -257,11 +257,15 @@ def start_with_model(workers, **env) -> subprocess.Popen:
 
 
 def wait_for_recovery(ids, logs) -> None:
+    """Wait until every record of ``ids`` is ready, at most until the oldest is as old as the
+    recovery age, one interval and the slack."""
     oldest = min(Record.objects.filter(id__in=ids).values_list("created_at", flat=True))
     budget = RECOVERY_AGE_S + RECOVERY_INTERVAL_S + RECOVERY_SLACK_S - (timezone.now() - oldest).total_seconds()
     wait_for(lambda: ready(ids), budget, f"the recovery to finish {len(ids)} record(s)", logs)
-    scores = Record.objects.filter(id__in=ids).values_list("scores", flat=True)
-    assert list(scores) == [{"importance": 8.0}] * len(ids)
+
+
+def scored_importance(ids) -> list:
+    return list(Record.objects.filter(id__in=ids).values_list("scores", flat=True))
 
 
 @pytest.mark.model
@@ -278,6 +282,7 @@ def test_restarted_worker_finishes_the_records_its_killed_predecessor_held(llm_w
     oldest = min(Record.objects.filter(id__in=ids).values_list("created_at", flat=True))
     assert (timezone.now() - oldest).total_seconds() < RECOVERY_AGE_S  # too young for the start-up scan
     wait_for_recovery(ids, workers.logs)
+    assert scored_importance(ids) == [{"importance": 8.0}] * len(ids)
     assert broker.hlen("unacked") >= 1  # the killed worker's message is still parked: recovery did it
 
 
@@ -294,6 +299,7 @@ def test_records_whose_messages_the_broker_lost_are_finished(llm_workspace, rele
     broker.flushdb()  # what a restart does to a Redis that keeps nothing on disk
     release_hang.set()
     wait_for_recovery(ids, workers.logs)
+    assert scored_importance(ids) == [{"importance": 8.0}] * len(ids)
     assert Record.objects.get(id=busy[0]).scores == {"importance": 5.0}  # the held call, finished by its own task
 
 
@@ -311,3 +317,7 @@ def test_a_worker_that_reconnects_to_the_broker_recovers_every_pending_record(ca
         if client["db"] == database and int(client["id"]) != own:
             broker.client_kill_filter(_id=client["id"])
     wait_for(lambda: ready([record_id]), 60, "the reconnected worker's recovery to finish the record", workers.logs)
+    # The scans carry on over the new connection: a record whose task is lost now is recovered too.
+    later = str(pending_record(catalog, collection="main", text="Lost after the reconnect.").id)
+    wait_for_recovery([later], workers.logs)
+    assert RecordEmbedding.objects.filter(record_id=later, space="minilm-l6-v2").count() == 1
