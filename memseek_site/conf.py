@@ -44,6 +44,7 @@ DEFAULTS: dict[str, object] = {
     "ENRICH_CLAIM": 64,
     "EMBEDDING_BATCH": 64,
     "PENDING_RECOVERY_AGE_S": 30,
+    "PENDING_RECOVERY_INTERVAL_S": 10,
     "SCORER_TEXT_CHARS": 12_000,
     # Model providers (embeddings over HTTP, chat completions)
     "PROVIDER_TIMEOUT_S": 30,

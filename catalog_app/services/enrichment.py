@@ -23,7 +23,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import connection, transaction
 from django.db.models import Q
@@ -122,17 +122,22 @@ def records_enrich(*, record_ids: Iterable, final_attempt: bool = True, pool: in
     return outcome
 
 
-def records_recover_pending(*, dispatch: Callable[[list[str]], object], older_than_s: float | None = None) -> int:
-    """Hand every record still unready ``older_than_s`` seconds after insert (default
-    ``PENDING_RECOVERY_AGE_S``) to ``dispatch`` in id lists of ``ENRICH_BATCH``, oldest first.
+def records_recover_pending(*, dispatch: Callable[[list[str]], object], older_than_s: float | None = None,
+                            created_after: datetime | None = None, created_until: datetime | None = None) -> int:
+    """Hand every record still unready that was inserted at or before ``created_until`` (default
+    ``older_than_s`` seconds ago, itself by default ``PENDING_RECOVERY_AGE_S``) and, given
+    ``created_after``, after that, to ``dispatch`` in id lists of ``ENRICH_BATCH``, oldest first.
 
     ``dispatch`` enqueues (the recovery task) or enriches inline (``enrich_pending``). Returns
     the number of records dispatched.
     """
-    age = memseek_setting("PENDING_RECOVERY_AGE_S") if older_than_s is None else older_than_s
-    cutoff = timezone.now() - timedelta(seconds=age)
+    if created_until is None:
+        age = memseek_setting("PENDING_RECOVERY_AGE_S") if older_than_s is None else older_than_s
+        created_until = timezone.now() - timedelta(seconds=age)
     size = memseek_setting("ENRICH_BATCH")
-    pending = Record.objects.filter(enriched_at__isnull=True, tombstone=False, created_at__lte=cutoff)
+    pending = Record.objects.filter(enriched_at__isnull=True, tombstone=False, created_at__lte=created_until)
+    if created_after is not None:
+        pending = pending.filter(created_at__gt=created_after)
     last_seq, count = None, 0
     while True:
         page = pending if last_seq is None else pending.filter(seq__gt=last_seq)
