@@ -1,6 +1,5 @@
 from django.urls import path
 
-from .api.context import ContextView
 from .api.rank import RankSchemaView
 from .api.search import SearchView
 from .api.views import ViewListView, ViewQueryView
@@ -10,5 +9,4 @@ urlpatterns = [
     path("views", ViewListView.as_view(), name="views"),
     path("views/<str:name>/query", ViewQueryView.as_view(), name="view-query"),
     path("rank/schema", RankSchemaView.as_view(), name="rank-schema"),
-    path("context", ContextView.as_view(), name="context"),
 ]

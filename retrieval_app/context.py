@@ -64,10 +64,10 @@ from memseek_site.parsing import PUBLIC_NAME, fail, parse_int, parse_string
 
 # _fence_parts is the element's head and close as search rendering writes them; sharing it keeps
 # the two fence formats from ever drifting apart.
-from .engine.render import Fence, _fence_parts, render_row
-from .engine.rows import render_row_of, rendered_score_names
-from .engine.tokens import count_tokens
-from .services import search_execute, search_spec_parse
+from search_app.engine.render import Fence, _fence_parts, render_row
+from search_app.engine.rows import render_row_of, rendered_score_names
+from search_app.engine.tokens import count_tokens
+from search_app.services import search_execute, search_spec_parse
 
 SECTIONS: tuple[tuple[str, int], ...] = (("document", 30), ("search", 40), ("recent", 30))
 SECTION_CANDIDATES = 200

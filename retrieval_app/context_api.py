@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 from catalog_app.api.schema import ErrorSerializer
 from memseek_site.parsing import PUBLIC_NAME, parse_query, query_int, query_list
 
-from ..context import context_build
+from .context import context_build
 
 _PARAMETERS = ("entity", "task", "budget", "collections", "fence_tag", "fence_preamble")
 _REQUIRED = ("entity", "task", "budget")

@@ -13,7 +13,7 @@ from catalog_app.services.catalog_load import catalog_load
 from catalog_app.services.enrichment import records_enrich
 from catalog_app.services.record_ingest import record_ingest_batch
 from catalog_app.services.workspaces import workspace_create
-from search_app.context import context_build, pack_context
+from retrieval_app.context import context_build, pack_context
 from search_app.engine.render import Fence
 from search_app.engine.tokens import count_tokens
 from tests.conftest import EXAMPLE_CATALOG
