@@ -110,9 +110,13 @@ class EncodeBaseline:
         self.texts = texts
         # The processes load their models while this one loads its own (nothing is timed yet).
         self.parallel = ParallelEncoder(len(os.sched_getaffinity(0)), warm)
-        self.model = bundled_model()
-        encode_seconds(self.model, warm)
-        self.parallel.wait_ready()
+        try:
+            self.model = bundled_model()
+            encode_seconds(self.model, warm)
+            self.parallel.wait_ready()
+        except BaseException:
+            self.parallel.close()
+            raise
         self.forms = {"one_process": lambda: encode_seconds(self.model, self.texts),
                       "processes": lambda: self.parallel.seconds(self.texts)}
         self.start = {form: run() for form, run in self.forms.items()}
