@@ -16,3 +16,7 @@ urlpatterns = [
     path("", include("search_app.urls")),
     path("", include("retrieval_app.urls")),
 ]
+
+# Unmatched and refused requests below the API answer the error envelope (memseek_site.api_envelope).
+handler404 = "memseek_site.api_envelope.not_found"
+handler400 = "memseek_site.api_envelope.bad_request"

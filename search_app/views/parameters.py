@@ -360,7 +360,9 @@ GRAPH_PARAMETERS: tuple[Parameter, ...] = (
 ORPHAN_PARAMETERS: tuple[Parameter, ...] = (
     Parameter("limit", "integer", default=50, minimum=1, maximum=500),
 )
-_AUTHOR_MAY_NOT_SET = ("min_length", "max_length", "min_items")
+_AUTHOR_MAY_NOT_SET = ("min_items",)
+# (lower, upper) bound pairs an author may narrow but never widen.
+_NARROWABLE_BOUNDS = (("minimum", "maximum"), ("min_length", "max_length"))
 
 
 def check_fixed_contract(parameters: tuple[Parameter, ...], fixed: tuple[Parameter, ...], path: str,
@@ -368,10 +370,11 @@ def check_fixed_contract(parameters: tuple[Parameter, ...], fixed: tuple[Paramet
     """Check declared ``parameters`` against a fixed contract and return the effective ones.
 
     The names, types, required-ness and defaults must equal ``fixed``'s exactly. Authors may
-    add ``description``, ``enum``/``item_enum``, ``minimum``/``maximum`` and ``max_items``, but
-    only to narrow: bounds stay inside the fixed range and an enum inside the fixed enum. The
-    returned parameters (declaration order) carry the author's narrowing plus every fixed
-    bound or enum the author left out, so the schema and binder state the hard limits too.
+    add ``description``, ``enum``/``item_enum``, ``minimum``/``maximum``,
+    ``min_length``/``max_length`` and ``max_items``, but only to narrow: bounds stay inside the
+    fixed range and an enum inside the fixed enum. The returned parameters (declaration order)
+    carry the author's narrowing plus every fixed bound or enum the author left out, so the
+    schema and binder state the hard limits too.
     Raises ``CatalogError(path.<name>[.<key>], code, ...)``; pass ``graph_orphans_view`` for
     orphan views.
     """
@@ -396,20 +399,21 @@ def _narrowed(param: Parameter, want: Parameter, path: str, code: str) -> Parame
     for key in _AUTHOR_MAY_NOT_SET:
         if getattr(param, key) is not None:
             raise CatalogError(at(path, key), code, "may not be set here; authors may add only description, enum, "
-                                                    "item_enum, minimum, maximum and max_items")
-    if want.minimum is not None and param.minimum is not None and param.minimum < want.minimum:
-        raise CatalogError(at(path, "minimum"), code, f"must be at least {want.minimum}, the fixed lower bound")
-    if want.maximum is not None and param.maximum is not None and param.maximum > want.maximum:
-        raise CatalogError(at(path, "maximum"), code, f"must be at most {want.maximum}, the fixed upper bound")
-    merged = replace(
-        param,
-        minimum=want.minimum if param.minimum is None else param.minimum,
-        maximum=want.maximum if param.maximum is None else param.maximum,
-        min_length=want.min_length, max_length=want.max_length, min_items=want.min_items,
-        enum=want.enum if param.enum is None else param.enum,
-    )
-    if merged.minimum is not None and merged.maximum is not None and merged.minimum > merged.maximum:
-        raise CatalogError(at(path, "minimum"), code, f"minimum {merged.minimum} exceeds the maximum {merged.maximum}")
+                                                    "item_enum, minimum, maximum, min_length, max_length and "
+                                                    "max_items")
+    merged = replace(param, min_items=want.min_items, enum=want.enum if param.enum is None else param.enum)
+    for low, high in _NARROWABLE_BOUNDS:
+        floor, ceiling = getattr(want, low), getattr(want, high)
+        lower = floor if getattr(param, low) is None else getattr(param, low)
+        upper = ceiling if getattr(param, high) is None else getattr(param, high)
+        for key, value in ((low, lower), (high, upper)):
+            if floor is not None and value is not None and value < floor:
+                raise CatalogError(at(path, key), code, f"must be at least {floor}, the fixed lower bound")
+            if ceiling is not None and value is not None and value > ceiling:
+                raise CatalogError(at(path, key), code, f"must be at most {ceiling}, the fixed upper bound")
+        if lower is not None and upper is not None and lower > upper:
+            raise CatalogError(at(path, low), code, f"{low} {lower} exceeds the {high} {upper}")
+        merged = replace(merged, **{low: lower, high: upper})
     for index, entry in enumerate(param.enum or ()):
         try:
             _coerce(replace(merged, enum=want.enum), entry)

@@ -390,6 +390,22 @@ def test_authors_may_describe_and_narrow_a_fixed_contract():
     assert (effective["limit"].minimum, effective["limit"].maximum) == (5, 50)
 
 
+@pytest.mark.parametrize(("bounds", "expected"), [
+    ({"min_length": 1, "max_length": 128}, (1, 128)),
+    ({"min_length": 3}, (3, 128)),
+    ({"max_length": 64}, (1, 64)),
+], ids=["the fixed bounds", "a longer minimum", "a shorter maximum"])
+def test_authors_may_narrow_the_seed_length_within_the_fixed_range(bounds, expected):
+    declared = _graph(seed={"type": "string", "required": True, **bounds})
+    effective = {p.name: p for p in check_fixed_contract(parse_parameters(declared, "p"), GRAPH_PARAMETERS, "p")}
+    assert (effective["seed"].min_length, effective["seed"].max_length) == expected
+    schema = input_schema(tuple(effective.values()))["properties"]["seed"]
+    assert (schema["minLength"], schema["maxLength"]) == expected
+    with pytest.raises(ApiError) as caught:
+        bind_parameters(tuple(effective.values()), {"seed": "x" * (expected[1] + 1)})
+    assert caught.value.path == "seed"
+
+
 def _graph(**changes):
     declared = {name: dict(spec) for name, spec in GRAPH_DECLARED.items()}
     for name, spec in changes.items():
@@ -411,7 +427,12 @@ INVALID_CONTRACTS = [
      "p.predicates.default"),
     ("min_items on predicates", _graph(predicates={"type": "string_array", "default": [], "min_items": 0}),
      "p.predicates.min_items"),
-    ("max_length on seed", _graph(seed={"type": "string", "required": True, "max_length": 64}), "p.seed.max_length"),
+    ("seed min_length below the fixed range", _graph(seed={"type": "string", "required": True, "min_length": 0}),
+     "p.seed.min_length"),
+    ("seed max_length above the fixed range", _graph(seed={"type": "string", "required": True, "max_length": 129}),
+     "p.seed.max_length"),
+    ("seed min_length above the fixed max_length",
+     _graph(seed={"type": "string", "required": True, "min_length": 200}), "p.seed.min_length"),
     ("depth above the fixed range", _graph(depth={"type": "integer", "default": 1, "maximum": 20}),
      "p.depth.maximum"),
     ("limit below the fixed range", _graph(limit={"type": "integer", "default": 20, "minimum": 0}),
