@@ -67,6 +67,7 @@ class ParallelEncoder:
     threads = 1  # per process
 
     def __init__(self, processes: int, warm: list[str]):
+        """Starts the processes; ``wait_ready`` waits until each has loaded and warmed its model."""
         context = multiprocessing.get_context("spawn")
         self.processes = processes
         self.answers = context.Queue()
@@ -75,6 +76,8 @@ class ParallelEncoder:
                         for commands in self.commands]
         for worker in self.workers:
             worker.start()
+
+    def wait_ready(self) -> None:
         for _ in self.workers:
             if self.answers.get(timeout=300) != "ready":
                 raise RuntimeError("an encoding process failed to start")
@@ -105,9 +108,15 @@ class EncodeBaseline:
 
     def __init__(self, texts: list[str], warm: list[str]):
         self.texts = texts
-        self.model = bundled_model()
-        encode_seconds(self.model, warm)
+        # The processes load their models while this one loads its own (nothing is timed yet).
         self.parallel = ParallelEncoder(len(os.sched_getaffinity(0)), warm)
+        try:
+            self.model = bundled_model()
+            encode_seconds(self.model, warm)
+            self.parallel.wait_ready()
+        except BaseException:
+            self.parallel.close()
+            raise
         self.forms = {"one_process": lambda: encode_seconds(self.model, self.texts),
                       "processes": lambda: self.parallel.seconds(self.texts)}
         self.start = {form: run() for form, run in self.forms.items()}

@@ -62,7 +62,7 @@ from psycopg.types.json import Jsonb  # noqa: E402
 
 from bench.corpus import batches, make_records  # noqa: E402
 from bench.encode_baseline import ENCODE_BATCH, EncodeBaseline  # noqa: E402
-from bench.processes import CeleryWorker, Server  # noqa: E402
+from bench.processes import CeleryWorker, Server, database_url  # noqa: E402
 from bench.quality_common import ensure_migrated  # noqa: E402
 from catalog_app.models import Workspace  # noqa: E402
 from catalog_app.services.catalog_load import catalog_load  # noqa: E402
@@ -316,13 +316,13 @@ def _ids(answer: dict, expected: int) -> list[str]:
     return [row["id"] for row in answer["inserted"]]
 
 
-def measure_api(server: Server, copier: RowCopier, workspaces: dict, n: int, seed: int) -> dict:
+def measure_api(server: Server, copier: RowCopier, workspaces: dict, n: int, seed: int, warm_records: int) -> dict:
     key = workspaces["api"]["key"]
     api_ws, rows_ws, multi_ws = (workspaces[name]["workspace"].pk for name in ("api", "raw_rows", "raw_multi"))
     prefix = workspaces["api"]["workspace"].name
     items = make_records(n, seed, dedupe_prefix=f"{prefix}-api")
     bodies = [(len(batch), json.dumps({"records": batch}).encode()) for batch in batches(items, BATCH)]
-    warm = make_records(BATCH, seed + 10_000, dedupe_prefix=f"{prefix}-warm")
+    warm = make_records(warm_records, seed + 10_000, dedupe_prefix=f"{prefix}-warm")
     log(f"API ingest: warming up with {len(warm)} records (not timed)")
     _, answer = post_records(server, json.dumps({"records": warm}).encode(), key)
     rows = copier.read(_ids(answer, len(warm)))
@@ -409,7 +409,7 @@ def ready_texts(n: int, seed: int) -> list[str]:
 
 
 def measure_ready(server: Server, copier: RowCopier, workspace: dict, baseline: EncodeBaseline, seed: int,
-                  enrichment: str) -> dict:
+                  enrichment: str, warm_records: int) -> dict:
     from catalog_app.catalog.runtime import catalog_for_workspace
     from catalog_app.embedding import embedding_batch_size
 
@@ -423,7 +423,7 @@ def measure_ready(server: Server, copier: RowCopier, workspace: dict, baseline: 
     embedding = catalog_for_workspace(workspace).value("models", "models").embedding
 
     log("ingest-to-ready: warming the model in the server (not timed)")
-    warm = make_records(BATCH, seed + 30_000, dedupe_prefix=f"{workspace.name}-warm")
+    warm = make_records(warm_records, seed + 30_000, dedupe_prefix=f"{workspace.name}-warm")
     warm_seconds, answer = post_records(server, json.dumps({"records": warm}).encode(), key)
     _ids(answer, len(warm))  # raises unless the whole warm-up batch was inserted
     _wait_ready(copier, workspace.id, timeout=900)
@@ -614,19 +614,24 @@ def main(argv=None) -> int:
                              "as Celery's own default)")
     parser.add_argument("--broker", default=DEFAULT_BROKER,
                         help=f"Redis broker for ready_worker (default {DEFAULT_BROKER})")
+    parser.add_argument("--warm-records", type=int, default=None,
+                        help=f"records (texts) of each untimed warm-up: the API batch, the server's model and the "
+                             f"baseline's models (default {BATCH}, and {2 * ENCODE_BATCH} texts for the baseline's "
+                             f"models; a smoke run needs a few)")
     args = parser.parse_args(argv)
     measures = {m.strip() for m in args.measures.split(",") if m.strip()}
     if not measures <= {"api", *READY_MEASURES} or not measures:
         parser.error("--measures takes api, ready and/or ready_worker")
-    if args.records < 1 or args.ready_records < 1:
-        parser.error("--records and --ready-records must be positive")
+    if args.records < 1 or args.ready_records < 1 or (args.warm_records is not None and args.warm_records < 1):
+        parser.error("--records, --ready-records and --warm-records must be positive")
+    warm_records = args.warm_records or BATCH
 
     started_at = datetime.now(timezone.utc)
     results = {"started_at": started_at.isoformat(timespec="seconds"), "environment": environment(),
                "corpus": corpus_stats(max(args.records, args.ready_records), args.seed),
                "parameters": {"records": args.records, "ready_records": args.ready_records, "batch": BATCH,
                               "encode_batch": ENCODE_BATCH, "seed": args.seed, "measures": sorted(measures),
-                              "worker_concurrency": args.worker_concurrency}}
+                              "worker_concurrency": args.worker_concurrency, "warm_records": warm_records}}
     ensure_migrated()  # a fresh clone's database
     stamp = started_at.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:4]
     created: list[Workspace] = []
@@ -645,21 +650,24 @@ def main(argv=None) -> int:
                 workspace.refresh_from_db()
             workspaces[name] = {"workspace": workspace, "key": key}
         log(f"workspaces: {', '.join(w.name for w in created)}")
-        server = Server(workers=1, env=SERVER_ENV)
+        # The server and the worker use this process's database (under pytest, the test database).
+        server_env = {**SERVER_ENV, "DATABASE_URL": database_url(connection.settings_dict)}
+        server = Server(workers=1, env=server_env)
         results["server"] = (f"gunicorn {results['environment']['versions']['gunicorn']}, 1 sync worker, "
                              f"127.0.0.1:{server.port}, http.client, a new connection per request (the sync "
                              f"worker closes each one)")
         copier = RowCopier(copier_conn)
         if measures & set(READY_MEASURES):
             log("ingest-to-ready: loading and warming the baseline's models (not timed)")
+            warm_texts = args.warm_records or 2 * ENCODE_BATCH
             baseline = EncodeBaseline(ready_texts(args.ready_records, args.seed),
-                                      [item["text"] for item in make_records(2 * ENCODE_BATCH, args.seed + 20_000)])
+                                      [item["text"] for item in make_records(warm_texts, args.seed + 20_000)])
             results["encode_baseline"] = baseline.describe()
         if "api" in measures:
-            results["api"] = measure_api(server, copier, workspaces, args.records, args.seed)
+            results["api"] = measure_api(server, copier, workspaces, args.records, args.seed, warm_records)
         if "ready" in measures:
             results["ready"] = measure_ready(server, copier, workspaces["ready"], baseline, args.seed,
-                                             "eager enrichment inside each request")
+                                             "eager enrichment inside each request", warm_records)
         if "ready_worker" in measures:
             problem = broker_problem(args.broker)
             if problem:
@@ -667,12 +675,12 @@ def main(argv=None) -> int:
                 log(f"ready_worker not measured: {problem}")
             else:
                 server.stop()
-                worker = CeleryWorker(args.broker, args.worker_concurrency)
-                server = Server(workers=1, env={**SERVER_ENV, "CELERY_BROKER_URL": args.broker})
+                worker = CeleryWorker(args.broker, args.worker_concurrency, env=server_env)
+                server = Server(workers=1, env={**server_env, "CELERY_BROKER_URL": args.broker})
                 results["ready_worker"] = measure_ready(
                     server, copier, workspaces["ready_worker"], baseline, args.seed,
                     f"1 Celery worker of concurrency {args.worker_concurrency}, "
-                    f"ENRICH_POOL={memseek_setting('ENRICH_POOL')}")
+                    f"ENRICH_POOL={memseek_setting('ENRICH_POOL')}", warm_records)
     finally:
         if server is not None:
             server.stop()

@@ -101,14 +101,14 @@ class Server:
 
 
 class CeleryWorker:
-    """``celery -A memseek_site worker`` with ``concurrency`` pool processes on ``broker``,
-    started and awaited; its pool processes share the cores for torch (``catalog_app.signals``)."""
+    """``celery -A memseek_site worker`` with ``concurrency`` pool processes on ``broker`` (and
+    ``env`` over this process's environment), started and awaited; its pool processes share the cores for torch (``catalog_app.signals``)."""
 
-    def __init__(self, broker: str, concurrency: int):
+    def __init__(self, broker: str, concurrency: int, env: dict):
         self.log = tempfile.NamedTemporaryFile(prefix="memseek-bench-celery-", suffix=".log", delete=False)
         command = [sys.executable, "-m", "celery", "-A", "memseek_site", "worker", "--concurrency", str(concurrency),
                    "--loglevel", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"]
-        env = dict(os.environ, DJANGO_SETTINGS_MODULE="memseek_site.settings", CELERY_BROKER_URL=broker)
+        env = {**os.environ, **env, "DJANGO_SETTINGS_MODULE": "memseek_site.settings", "CELERY_BROKER_URL": broker}
         self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 120
         # Ready, and every pool process has loaded the model (catalog_app.signals), so no

@@ -55,6 +55,7 @@ from bench.search_setup import latency_summary, log, progress, replay  # noqa: E
 
 TOKEN_BUDGET = 4000
 TOP_N = 20
+MIN_SIZE = 100  # a smoke test's corpus
 INCLUDE = ["text", "collection", "type", "occurred_at"]
 # (label, key in diagnostics.latencyMs); phase1/phase2 hold the concurrent legs.
 STAGES = (("scope compile", "scope"), ("query vector (cache lookup)", "embed"),
@@ -221,12 +222,18 @@ class RetrieveBench:
 
 
 def run_size(args, size: int) -> dict:
+    database = f"{args.database_prefix}_{size}"
+    with setup.bench_database(database, drop=args.drop, cache=args.cache):
+        return _run_size(args, size, database)
+
+
+def _run_size(args, size: int, database: str) -> dict:
     from django.conf import settings
 
     from retrieval_app.models import Receipt
 
     started = time.perf_counter()
-    corpus = setup.build_corpus(size, database=f"{args.database_prefix}_{size}", rebuild=args.rebuild, seed=args.seed)
+    corpus = setup.build_corpus(size, database=database, rebuild=args.rebuild, seed=args.seed, cache=args.cache)
     prepared = prepare(corpus)
     bench = RetrieveBench(args, size, corpus)
     previous = dict(getattr(settings, "MEMSEEK", {}) or {})
@@ -259,14 +266,18 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results", help="results directory")
     parser.add_argument("--rebuild", action="store_true", help="drop and rebuild the corpus database(s)")
     parser.add_argument("--iterations", type=int, default=5, help="timed passes over the queries (default 5)")
-    parser.add_argument("--queries", type=int, default=50, help="query texts (default 50, at least 20)")
+    parser.add_argument("--queries", type=int, default=50, help="query texts (default 50, at least 5)")
     parser.add_argument("--database-prefix", default="memseek_bench_retrieve",
                         help="corpus databases are PREFIX_<size> (default memseek_bench_retrieve)")
     parser.add_argument("--seed", type=int, default=setup.SEED)
+    parser.add_argument("--cache", type=Path, default=setup.CACHE,
+                        help="directory of the cached vectors and build info (default bench/.cache)")
+    parser.add_argument("--drop", action="store_true",
+                        help="drop the corpus database(s) and their build info at the end (a throwaway run)")
     args = parser.parse_args(argv)
     args.size = args.size or [10_000]
-    if args.queries < 20 or args.iterations < 1 or any(s < 1000 for s in args.size):
-        parser.error("--queries must be at least 20, --iterations at least 1, sizes at least 1000")
+    if args.queries < 5 or args.iterations < 1 or any(s < MIN_SIZE for s in args.size):
+        parser.error(f"--queries must be at least 5, --iterations at least 1, sizes at least {MIN_SIZE}")
 
     setup.django_setup()
     started = time.perf_counter()

@@ -68,6 +68,7 @@ GRAPH_DEPTHS = (1, 2, 3, 4)
 HYBRID_RATIO_TARGET = 1.5
 HYBRID_P50_TARGET_MS = 30.0
 TARGET_SIZE = 100_000
+MIN_SIZE = 100  # a smoke test's corpus
 INCLUDE = ["text", "collection", "type", "occurred_at"]  # what GET /search asks for
 TOPICS = ("budget", "renewal", "pricing", "onboarding", "outage", "latency", "invoice", "contract", "security",
           "compliance", "training", "integration", "roadmap", "churn-risk", "expansion", "feedback", "delivery",
@@ -346,7 +347,7 @@ class Bench:
         self.conn = setup.raw_connection()
         self.capture = SqlCapture()
         rng = random.Random(f"graph-seeds-{args.seed}")
-        self.graph_seeds = [setup.graph_node(rng.randrange(setup.GRAPH_NODES)) for _ in range(args.queries)]
+        self.graph_seeds = [setup.graph_node(rng.randrange(setup.graph_nodes(size))) for _ in range(args.queries)]
 
     # -- query embedding ------------------------------------------------------------------------
 
@@ -683,7 +684,7 @@ def measure_server(args, bench: Bench) -> dict:
         drive(server, health, bench.key, 2, 1.0)
         rss_before = {pid: _rss_of(pid) for pid in server.worker_pids()}
         # Warm every worker (model load, catalog, connections): concurrent searches until each has served some.
-        drive(server, searches, bench.key, 2 * workers, max(10.0, 4.0 * workers))
+        drive(server, searches, bench.key, 2 * workers, args.warmup_seconds or max(10.0, 4.0 * workers))
         rss_after = {pid: _rss_of(pid) for pid in server.worker_pids()}
         rounds = []
         for clients in args.clients:
@@ -702,7 +703,7 @@ def measure_server(args, bench: Bench) -> dict:
         log(f"{bench.size}: gunicorn again with OMP_NUM_THREADS=1")
         server = Server(workers=workers, env={**env, "OMP_NUM_THREADS": "1"})
         try:
-            drive(server, searches, bench.key, 2 * workers, max(10.0, 4.0 * workers))
+            drive(server, searches, bench.key, 2 * workers, args.warmup_seconds or max(10.0, 4.0 * workers))
             for clients in args.clients:
                 log(f"{bench.size}: search (OMP_NUM_THREADS=1) with {clients} client(s) for {args.throughput_seconds}s")
                 row = {"clients": clients, "search": drive(server, searches, bench.key, clients, args.throughput_seconds)}
@@ -732,10 +733,16 @@ def measure_server(args, bench: Bench) -> dict:
 
 
 def run_size(args, size: int) -> dict:
+    database = f"{args.database_prefix}_{size}"
+    with setup.bench_database(database, drop=args.drop, cache=args.cache):
+        return _run_size(args, size, database)
+
+
+def _run_size(args, size: int, database: str) -> dict:
     from django.conf import settings
 
     started = time.perf_counter()
-    corpus = setup.build_corpus(size, database=f"{args.database_prefix}_{size}", rebuild=args.rebuild, seed=args.seed)
+    corpus = setup.build_corpus(size, database=database, rebuild=args.rebuild, seed=args.seed, cache=args.cache)
     bench = Bench(args, size, corpus)
     previous = dict(getattr(settings, "MEMSEEK", {}) or {})
     settings.MEMSEEK = {**previous, "TOUCH_ON_READ": False}
@@ -943,7 +950,8 @@ def markdown_report(results: dict) -> str:
                       f"(ratio {memory['ratio']:.1f}).", ""]
     lines += ["## Method and caveats", "",
               "- Corpus: `bench/corpus.py` `make_records(size, seed)` into a `main` collection without required "
-              "processors, plus 3,000 `deps` links (1,000 services, 3 outgoing links each). Built once per size "
+              f"processors, plus `deps` links: {setup.GRAPH_NODES:,} services (as many as records in a smaller corpus), "
+              f"{setup.GRAPH_OUT_DEGREE} outgoing links each. Built once per size "
               "into its own database by a shortcut: records through the ingest service (`record_ingest_batch`, "
               "batches of 100), then their real MiniLM vectors (computed once with the service's `embed_texts`, "
               "cached in `bench/.cache/`) COPYed into `catalog_app_recordembedding`, the space's HNSW index built, "
@@ -1062,23 +1070,30 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results", help="results directory")
     parser.add_argument("--rebuild", action="store_true", help="drop and rebuild the corpus database(s)")
     parser.add_argument("--iterations", type=int, default=5, help="timed passes over the queries (default 5)")
-    parser.add_argument("--queries", type=int, default=50, help="query texts (default 50, at least 20)")
+    parser.add_argument("--queries", type=int, default=50, help="query texts (default 50, at least 5)")
     parser.add_argument("--embedding-passes", type=int, default=1,
                         help="passes over the queries for the query-embedding measure (default 1)")
     parser.add_argument("--clients", type=lambda s: [int(x) for x in s.split(",")], default=[1, 4, 16],
                         help="client concurrency levels for throughput (default 1,4,16)")
     parser.add_argument("--throughput-seconds", type=float, default=10.0)
+    parser.add_argument("--warmup-seconds", type=float, default=None,
+                        help="untimed concurrent searches warming each server's workers before the throughput rounds "
+                             "(default: 4 per worker, at least 10)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="gunicorn sync workers (default: cores)")
     parser.add_argument("--database-prefix", default="memseek_bench",
                         help="corpus databases are PREFIX_<size> on the configured server (default memseek_bench)")
     parser.add_argument("--seed", type=int, default=setup.SEED)
+    parser.add_argument("--cache", type=Path, default=setup.CACHE,
+                        help="directory of the cached vectors and build info (default bench/.cache)")
+    parser.add_argument("--drop", action="store_true",
+                        help="drop the corpus database(s) and their build info at the end (a throwaway run)")
     parser.add_argument("--skip", type=lambda s: set(s.split(",")), default=set(),
                         help="comma list of measures to skip: throughput, one-thread (the OMP_NUM_THREADS=1 rerun)")
     parser.add_argument("--profile", action="store_true", help="always add a cProfile of the hybrid searches")
     args = parser.parse_args(argv)
     args.size = args.size or [10_000]
-    if args.queries < 20 or args.iterations < 1 or any(s < 1000 for s in args.size):
-        parser.error("--queries must be at least 20, --iterations at least 1, sizes at least 1000")
+    if args.queries < 5 or args.iterations < 1 or any(s < MIN_SIZE for s in args.size):
+        parser.error(f"--queries must be at least 5, --iterations at least 1, sizes at least {MIN_SIZE}")
 
     setup.django_setup()
     started = time.perf_counter()

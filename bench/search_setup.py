@@ -24,6 +24,7 @@ import random
 import statistics
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,11 +47,12 @@ def log(message: str) -> None:
 
 
 def progress(iterable=None, *, total=None, desc: str = "", unit: str = "it"):
-    """A tqdm progress bar on stderr (tqdm comes with sentence-transformers/transformers)."""
+    """A tqdm progress bar on stderr (tqdm comes with sentence-transformers/transformers); quiet
+    when BENCH_PROGRESS=0 (the smoke tests)."""
     from tqdm import tqdm
 
     return tqdm(iterable, total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True,
-                mininterval=1.0, leave=True)
+                mininterval=1.0, leave=True, disable=os.environ.get("BENCH_PROGRESS", "1") == "0")
 
 
 def django_setup() -> None:
@@ -128,16 +130,10 @@ def use_bench_database(name: str) -> dict:
     ``manage.py bench``) because no query has to have run on the old database. Returns the new
     settings dict."""
     import psycopg
-    from django.conf import settings
     from django.core.management import call_command
     from django.db import connections
 
-    from memseek_site import parallel
-
-    old = connections["default"]
-    old.close()
-    parallel.shutdown()  # its threads keep connections to the previous database otherwise
-    new = dict(old.settings_dict, NAME=name)
+    new = dict(connections["default"].settings_dict, NAME=name)
     new["TEST"] = dict(new.get("TEST") or {}, NAME=f"test_{name}")
     admin = psycopg.connect(**_psycopg_params(dict(new, NAME="postgres")), autocommit=True)
     try:
@@ -146,11 +142,40 @@ def use_bench_database(name: str) -> dict:
             admin.execute(f'CREATE DATABASE "{name}"')
     finally:
         admin.close()
-    settings.DATABASES["default"] = new
-    connections.settings["default"] = new
-    del connections["default"]
+    _point_default_at(new)
     call_command("migrate", verbosity=0, interactive=False)
     return new
+
+
+def _point_default_at(settings_dict: dict) -> None:
+    from django.conf import settings
+    from django.db import connections
+
+    from memseek_site import parallel
+
+    connections["default"].close()
+    parallel.shutdown()  # its threads keep connections to the previous database otherwise
+    settings.DATABASES["default"] = settings_dict
+    connections.settings["default"] = settings_dict
+    del connections["default"]
+
+
+@contextmanager
+def bench_database(name: str, *, drop: bool, cache: Path):
+    """Around a run on the bench database ``name`` (``build_corpus`` switches to it): on exit
+    Django's ``default`` connection points at the database it used before (under ``manage.py
+    bench`` or pytest the caller goes on using it), and with ``drop`` the bench database and its
+    build info in ``cache`` are deleted (a throwaway corpus, such as the smoke tests')."""
+    from django.conf import settings
+
+    previous = settings.DATABASES["default"]
+    try:
+        yield
+    finally:
+        _point_default_at(previous)
+        if drop:
+            _drop_database(name)
+            (cache / f"build-{name}.json").unlink(missing_ok=True)
 
 
 def _psycopg_params(db: dict) -> dict:
@@ -182,13 +207,20 @@ def corpus_items(size: int, seed: int = SEED) -> list[dict]:
     return make_records(size, seed)
 
 
-def graph_items(seed: int = SEED) -> list[dict]:
-    """A dependency-like graph: ``GRAPH_NODES`` services, each with ``GRAPH_OUT_DEGREE`` links
-    to distinct other services (event records of the ``deps`` collection)."""
+def graph_nodes(size: int) -> int:
+    """Services in the graph of a corpus of ``size`` records: ``GRAPH_NODES``, fewer only for a
+    corpus smaller than that (a smoke test's)."""
+    return min(GRAPH_NODES, size)
+
+
+def graph_items(size: int, seed: int = SEED) -> list[dict]:
+    """A dependency-like graph: ``graph_nodes(size)`` services, each with ``GRAPH_OUT_DEGREE``
+    links to distinct other services (event records of the ``deps`` collection)."""
     rng = random.Random(f"graph-{seed}")
     items = []
-    for node in range(GRAPH_NODES):
-        targets = rng.sample([n for n in range(GRAPH_NODES) if n != node], GRAPH_OUT_DEGREE)
+    nodes = graph_nodes(size)
+    for node in range(nodes):
+        targets = rng.sample([n for n in range(nodes) if n != node], GRAPH_OUT_DEGREE)
         for target in targets:
             predicate = rng.choice(GRAPH_PREDICATES)
             src, dst = graph_node(node), graph_node(target)
@@ -218,13 +250,15 @@ NATURAL_QUERIES = (
 def query_texts(items: list[dict], n: int = 50, seed: int = SEED) -> list[dict]:
     """``n`` query texts: 30 short keyword queries cut from corpus records (``make_queries``)
     and 20 natural-language questions over the corpus vocabulary, each with the entity of a
-    corpus record (for entity-scoped views)."""
+    corpus record (for entity-scoped views). Fewer than 20 queries (a smoke test's) keep the
+    kinds in proportion, 3 keyword queries to 2 questions."""
     from bench.corpus import make_queries
 
-    lexical = make_queries(items, n - len(NATURAL_QUERIES), seed)
+    natural_count = len(NATURAL_QUERIES) if n >= len(NATURAL_QUERIES) else 2 * n // 5
+    lexical = make_queries(items, n - natural_count, seed)
     rng = random.Random(f"natural-{seed}")
     natural = [{"q": q, "entity": items[rng.randrange(len(items))]["entity"], "source_index": None}
-               for q in NATURAL_QUERIES]
+               for q in NATURAL_QUERIES[:natural_count]]
     queries = []
     for index in range(n):  # interleave the two kinds
         pool = lexical if index % 5 < 3 and lexical else natural
@@ -249,24 +283,30 @@ def _texts_digest(texts: list[str], config) -> str:
     return digest.hexdigest()[:24]
 
 
-def cached_embeddings(texts: list[str], config, label: str, rows: tuple[int, int] | None = None):
+def _shown(path: Path) -> str:
+    return str(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+
+
+def cached_embeddings(texts: list[str], config, label: str, rows: tuple[int, int] | None = None,
+                      cache: Path = CACHE):
     """float32 matrix of ``embed_texts(config, texts)`` (the service's own embedding call),
-    cached in ``bench/.cache/`` by the texts and the model, computed in batches with a progress
-    bar on a miss. An interrupted fill resumes. ``rows=(lo, hi)`` fills only those rows, into
-    a side file that a later full call picks up (so a second process can share a long fill)."""
+    cached in ``cache`` (default ``bench/.cache/``) by the texts and the model, computed in
+    batches with a progress bar on a miss. An interrupted fill resumes. ``rows=(lo, hi)`` fills
+    only those rows, into a side file that a later full call picks up (so a second process can
+    share a long fill)."""
     import numpy as np
 
-    CACHE.mkdir(parents=True, exist_ok=True)
+    cache.mkdir(parents=True, exist_ok=True)
     digest = _texts_digest(texts, config)
-    path = CACHE / f"{config.space}-{label}-{digest}.npy"
+    path = cache / f"{config.space}-{label}-{digest}.npy"
     if path.exists():
         matrix = np.load(path)
         if matrix.shape == (len(texts), config.dimensions):
-            return matrix, {"cache": str(path.relative_to(ROOT)), "hit": True, "seconds": 0.0}
+            return matrix, {"cache": _shown(path), "hit": True, "seconds": 0.0}
     lo, hi = rows or (0, len(texts))
     partial = path.with_suffix(".partial.npy") if rows is None else path.with_suffix(f".rows{lo}-{hi}.npy")
     matrix = np.zeros((len(texts), config.dimensions), dtype=np.float32)
-    sources = [partial] + (sorted(CACHE.glob(path.stem + ".rows*.npy")) if rows is None else [])
+    sources = [partial] + (sorted(cache.glob(path.stem + ".rows*.npy")) if rows is None else [])
     for source in sources:  # resume: rows already computed (never all-zero: unit vectors)
         if source.exists():
             saved = np.load(source)
@@ -283,7 +323,7 @@ def cached_embeddings(texts: list[str], config, label: str, rows: tuple[int, int
     np.save(path, matrix)
     for source in sources:
         source.unlink(missing_ok=True)
-    return matrix, {"cache": str(path.relative_to(ROOT)), "hit": False, "seconds": seconds, "texts": len(texts),
+    return matrix, {"cache": _shown(path), "hit": False, "seconds": seconds, "texts": len(texts),
                     "computed": len(todo), "processes": processes}
 
 
@@ -298,9 +338,13 @@ def _fill(texts, config, label, matrix, todo: list[int], partial: Path) -> int:
 
     from catalog_app.embedding import embedding_batch_size
 
-    processes = len(os.sched_getaffinity(0))
     step = embedding_batch_size(config) * 8
     chunks = [todo[start:start + step] for start in range(0, len(todo), step)]
+    if len(chunks) <= 1:  # spawning processes that each load torch and the model costs more than one chunk
+        if chunks:
+            matrix[chunks[0]] = np.asarray(_embed(config, [texts[i] for i in chunks[0]]), dtype=np.float32)
+        return 1
+    processes = len(os.sched_getaffinity(0))
     bar = progress(total=len(todo), desc=f"embedding {label} ({config.space}, {processes} process(es))", unit="text")
     last_save = time.monotonic()
     try:
@@ -372,14 +416,14 @@ def corpus_state(workspace) -> dict:
 
 def _complete(state: dict, size: int, space: str) -> bool:
     main, deps = state["collections"].get("main", {}), state["collections"].get("deps", {})
-    return (main.get("records") == size and main.get("unready") == 0 and deps.get("records") == GRAPH_NODES *
+    return (main.get("records") == size and main.get("unready") == 0 and deps.get("records") == graph_nodes(size) *
             GRAPH_OUT_DEGREE and deps.get("unready") == 0 and state["embeddings"].get(space) == size)
 
 
-def build_corpus(size: int, *, database: str, rebuild: bool = False, seed: int = SEED) -> dict:
+def build_corpus(size: int, *, database: str, rebuild: bool = False, seed: int = SEED, cache: Path = CACHE) -> dict:
     """Switch to ``database`` and make sure it holds the corpus of ``size`` records (building it
-    if missing, incomplete or ``rebuild``). Returns ``{"workspace", "key", "build", "items"}``;
-    ``key`` is a fresh API key of the workspace."""
+    if missing, incomplete or ``rebuild``; vectors and build info cached in ``cache``). Returns
+    ``{"workspace", "key", "build", "items"}``; ``key`` is a fresh API key of the workspace."""
     from django.db import connection
 
     from bench.corpus import batches
@@ -390,12 +434,12 @@ def build_corpus(size: int, *, database: str, rebuild: bool = False, seed: int =
     from catalog_app.services.record_ingest import record_ingest_batch
     from catalog_app.services.workspaces import api_key_create, workspace_create
 
-    info_path = CACHE / f"build-{database}.json"
+    info_path = cache / f"build-{database}.json"
     if rebuild:
         _drop_database(database)
     use_bench_database(database)
     items = corpus_items(size, seed)
-    links = graph_items(seed)
+    links = graph_items(size, seed)
     name = workspace_name(size)
     workspace = Workspace.objects.filter(name=name).first()
     if workspace is not None:
@@ -421,7 +465,7 @@ def build_corpus(size: int, *, database: str, rebuild: bool = False, seed: int =
     if config.provider.adapter != "sentence_transformers":
         raise RuntimeError(f"the bench catalog must embed with the bundled model, not {config.provider.adapter}")
     texts = distinct_texts(items)
-    matrix, build["embeddings"] = cached_embeddings(texts, config, f"records-{size}-seed{seed}")
+    matrix, build["embeddings"] = cached_embeddings(texts, config, f"records-{size}-seed{seed}", cache=cache)
 
     phase = time.perf_counter()
     bar = progress(total=len(items) + len(links), desc=f"ingest {size} records + {len(links)} links", unit="rec")
@@ -460,7 +504,7 @@ def build_corpus(size: int, *, database: str, rebuild: bool = False, seed: int =
     build["state"] = state = corpus_state(workspace)
     if not _complete(state, size, config.space):
         raise RuntimeError(f"the corpus is incomplete after building: {state}")
-    CACHE.mkdir(parents=True, exist_ok=True)
+    cache.mkdir(parents=True, exist_ok=True)
     info_path.write_text(json.dumps(build, indent=2) + "\n")
     log(f"built {name} in {build['build_seconds']:.0f}s: {state}")
     return {"workspace": workspace, "key": key, "build": build, "items": items}
