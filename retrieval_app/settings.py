@@ -9,11 +9,11 @@ a silent fallback. Names outside ``retrieval.`` belong to other apps and are ign
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from types import MappingProxyType
 
 from memseek_site.errors import ApiError
+from memseek_site.parsing import parse_bool, parse_int, parse_number, parse_object
 
 FACTORS = ("fusion", "recency", "frequency", "importance", "confidence")
 MIN_BUDGET = 256
@@ -46,7 +46,7 @@ class RetrievalSettings:
 
 
 def retrieval_settings(workspace) -> RetrievalSettings:
-    """The effective settings of ``workspace``; raises ``ApiError('workspace_setting')``."""
+    """The effective settings of ``workspace``; raises ``SettingError`` (``workspace_setting``)."""
     return settings_from(getattr(workspace, "settings", None) or {})
 
 
@@ -78,25 +78,29 @@ def settings_from(stored) -> RetrievalSettings:
     )
 
 
-def _bad(name: str, message: str) -> ApiError:
-    return ApiError("workspace_setting", f"workspace setting {name}: {message}", setting=name)
+class SettingError(ApiError):
+    """A stored setting that fails its check: ``409 workspace_setting`` naming the setting.
+
+    The setting's dotted name is not a location in the request, so the envelope carries it as
+    ``setting``, not ``path``, and the detail names it.
+    """
+
+    default_code = "workspace_setting"
+
+    def __init__(self, code: str, message: str, path: str | None = None, extra=None):
+        super().__init__(code, f"workspace setting {path}: {message}", None, {"setting": path, **(extra or {})})
+
+
+def _bad(name: str, message: str) -> SettingError:
+    return SettingError("workspace_setting", message, name)
 
 
 def _object(value, name: str, defaults: dict) -> dict:
-    if not isinstance(value, dict):
-        raise _bad(name, "must be an object")
-    for key in value:
-        if key not in defaults:
-            raise _bad(f"{name}.{key}", f"unknown key; allowed: {', '.join(defaults)}")
-    return {**defaults, **value}
+    return {**defaults, **parse_object(value, name, allowed=defaults, error=SettingError)}
 
 
 def _number(value, name: str, minimum: float | None, maximum: float | None) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise _bad(name, f"must be a finite number, got {value!r}")
-    if minimum is not None and value < minimum or maximum is not None and value > maximum:
-        raise _bad(name, f"must lie between {minimum} and {maximum}, got {value!r}")
-    return float(value)
+    return parse_number(value, name, minimum=minimum, maximum=maximum, error=SettingError)
 
 
 def _positive(value, name: str) -> float:
@@ -107,14 +111,8 @@ def _positive(value, name: str) -> float:
 
 
 def _integer(value, name: str, minimum: int, maximum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _bad(name, f"must be an integer, got {value!r}")
-    if not minimum <= value <= maximum:
-        raise _bad(name, f"must lie between {minimum} and {maximum}, got {value}")
-    return value
+    return parse_int(value, name, minimum=minimum, maximum=maximum, error=SettingError)
 
 
 def _boolean(value, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise _bad(name, f"must be true or false, got {value!r}")
-    return value
+    return parse_bool(value, name, error=SettingError)
