@@ -151,7 +151,7 @@ def _embed(config, query: str) -> QueryVector:
     try:
         return QueryVector(embed_query(config, query), config.space, config.dimensions)
     except ProviderError as error:
-        raise ApiError("embedding_unavailable", f"The query could not be embedded: {error}") from None
+        raise error.prefixed("The query could not be embedded", code="embedding_unavailable") from None
 
 
 def _run_legs(scope, catalog, request: RetrieveRequest, vector, min_similarity: float, cap: int):

@@ -46,7 +46,7 @@ def compile_catalog(directory: Path, stored: Catalog) -> Compiled:
     """Validate the catalog in ``directory`` against ``stored``; raise ``CatalogInvalid``."""
     directory = Path(directory)
     if not directory.is_dir():
-        raise CatalogInvalid([CatalogIssue(str(directory), "", "file_path", "is not a directory")])
+        raise CatalogInvalid.of([CatalogIssue(str(directory), "", "file_path", "is not a directory")])
     issues: list[CatalogIssue] = []
     families = families_in_order()
     claimed = _claim_files(directory, families, issues)
@@ -61,7 +61,7 @@ def compile_catalog(directory: Path, stored: Catalog) -> Compiled:
             for file, error in family.check_family(catalog):
                 issues.append(CatalogIssue(file, error.path, error.code, error.message))
     if issues:
-        raise CatalogInvalid(issues)
+        raise CatalogInvalid.of(issues)
     return compiled
 
 

@@ -29,9 +29,14 @@ class CatalogError(ApiError):
     default_code = "schema"
 
 
-class CatalogInvalid(Exception):
+class CatalogInvalid(ApiError):
     """The catalog did not load; ``issues`` lists every problem found."""
 
-    def __init__(self, issues: list[CatalogIssue]):
-        super().__init__("\n".join(str(issue) for issue in issues))
-        self.issues = issues
+    codes = ("catalog_invalid",)
+    issues: list[CatalogIssue]
+
+    @classmethod
+    def of(cls, issues: list[CatalogIssue]) -> CatalogInvalid:
+        error = cls("catalog_invalid", "\n".join(str(issue) for issue in issues))
+        error.issues = issues
+        return error

@@ -18,7 +18,6 @@ from catalog_app.catalog.registry import Catalog
 from catalog_app.embedding import embed_query
 from catalog_app.llm import ProviderError
 from memseek_site.conf import memseek_setting
-from memseek_site.errors import ApiError
 from memseek_site.parallel import run_all
 
 from . import pg_backend
@@ -124,7 +123,7 @@ def _context(workspace, spec: SearchSpec, catalog: Catalog, resolved) -> pg_back
         try:
             vector = embed_query(embedding, spec.q)
         except ProviderError as error:
-            raise ApiError("embedding_unavailable", f"The query could not be embedded: {error}") from None
+            raise error.prefixed("The query could not be embedded", code="embedding_unavailable") from None
     return pg_backend.QueryContext(workspace.pk, spec.q, vector, embedding.space, embedding.dimensions)
 
 
