@@ -156,6 +156,20 @@ class ApiError(Exception):
         body.update(self.extra)
         return body
 
+    def __str__(self) -> str:
+        return self.detail
+
+    def __reduce__(self):
+        # Exception pickling replays ``args``; a subclass's own attributes (a provider's status,
+        # an activation's issues) would be lost, so the whole state travels instead.
+        return _rebuilt, (type(self), self.__dict__)
+
+
+def _rebuilt(cls: type[ApiError], state: dict) -> ApiError:
+    error = cls.__new__(cls)
+    error.__dict__.update(state)
+    return error
+
 
 class RequestError(ApiError):
     """A request value that failed a strict reader (``memseek_site.parsing``)."""

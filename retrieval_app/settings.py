@@ -10,6 +10,7 @@ a silent fallback. Names outside ``retrieval.`` belong to other apps and are ign
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from types import MappingProxyType
 
 from memseek_site.errors import ApiError
@@ -60,19 +61,22 @@ def settings_from(stored) -> RetrievalSettings:
     value = {name: stored.get(name, default) for name, default in DEFAULTS.items()}
     weights = _object(value["retrieval.weights"], "retrieval.weights", DEFAULTS["retrieval.weights"])
     for factor in FACTORS:
-        _number(weights[factor], f"retrieval.weights.{factor}", 0, None)
+        _number(weights[factor], f"retrieval.weights.{factor}", minimum=0)
     if sum(weights.values()) <= 0:
         raise _bad("retrieval.weights", "at least one factor weight must be above 0")
     floor = _object(value["retrieval.floor"], "retrieval.floor", DEFAULTS["retrieval.floor"])
     return RetrievalSettings(
-        token_budget=_integer(value["retrieval.tokenBudget"], "retrieval.tokenBudget", MIN_BUDGET, MAX_BUDGET),
-        min_vector_similarity=_number(value["retrieval.minVectorSimilarity"], "retrieval.minVectorSimilarity", -1, 1),
+        token_budget=_integer(value["retrieval.tokenBudget"], "retrieval.tokenBudget", minimum=MIN_BUDGET,
+                              maximum=MAX_BUDGET),
+        min_vector_similarity=_number(value["retrieval.minVectorSimilarity"], "retrieval.minVectorSimilarity",
+                                      minimum=-1, maximum=1),
         hide_superseded=_boolean(value["retrieval.hideSuperseded"], "retrieval.hideSuperseded"),
         value_aware_enabled=_boolean(value["retrieval.valueAware.enabled"], "retrieval.valueAware.enabled"),
-        value_aware_weight=_number(value["retrieval.valueAware.weight"], "retrieval.valueAware.weight", 0, 1),
+        value_aware_weight=_number(value["retrieval.valueAware.weight"], "retrieval.valueAware.weight", minimum=0,
+                                   maximum=1),
         weights=MappingProxyType({factor: float(weights[factor]) for factor in FACTORS}),
-        floor_ratio=_number(floor["ratio"], "retrieval.floor.ratio", 0, 1),
-        floor_minimum=_number(floor["minimum"], "retrieval.floor.minimum", 0, 1),
+        floor_ratio=_number(floor["ratio"], "retrieval.floor.ratio", minimum=0, maximum=1),
+        floor_minimum=_number(floor["minimum"], "retrieval.floor.minimum", minimum=0, maximum=1),
         recency_half_life_hours=_positive(value["retrieval.recencyHalfLifeHours"], "retrieval.recencyHalfLifeHours"),
         frequency_midpoint=_positive(value["retrieval.frequencyMidpoint"], "retrieval.frequencyMidpoint"),
     )
@@ -99,20 +103,13 @@ def _object(value, name: str, defaults: dict) -> dict:
     return {**defaults, **parse_object(value, name, allowed=defaults, error=SettingError)}
 
 
-def _number(value, name: str, minimum: float | None, maximum: float | None) -> float:
-    return parse_number(value, name, minimum=minimum, maximum=maximum, error=SettingError)
+_number = partial(parse_number, error=SettingError)
+_integer = partial(parse_int, error=SettingError)
+_boolean = partial(parse_bool, error=SettingError)
 
 
 def _positive(value, name: str) -> float:
-    number = _number(value, name, 0, None)
+    number = _number(value, name, minimum=0)
     if number <= 0:
         raise _bad(name, "must be above 0")
     return number
-
-
-def _integer(value, name: str, minimum: int, maximum: int) -> int:
-    return parse_int(value, name, minimum=minimum, maximum=maximum, error=SettingError)
-
-
-def _boolean(value, name: str) -> bool:
-    return parse_bool(value, name, error=SettingError)

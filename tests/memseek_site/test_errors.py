@@ -3,6 +3,7 @@
 handler renders any of them with the status ``ERROR_STATUS`` gives its code; the readers raise
 the error class their caller passes."""
 import inspect
+import pickle
 import subprocess
 import sys
 import uuid
@@ -52,6 +53,14 @@ def test_raising_an_error_or_reading_a_value_imports_neither_drf_nor_the_databas
               "assert not loaded, loaded\n")
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def test_an_error_survives_pickling_with_its_own_attributes():
+    transport = pickle.loads(pickle.dumps(ProviderTransport("provider_transport", "down", status=429)))
+    assert (type(transport), transport.code, transport.status, str(transport)) == (ProviderTransport,
+                                                                                 "provider_transport", 429, "down")
+    budget = pickle.loads(pickle.dumps(BudgetTooSmall.of(256, 300)))
+    assert (budget.requested, budget.required, budget.envelope()) == (256, 300, BudgetTooSmall.of(256, 300).envelope())
 
 
 def test_an_unregistered_code_is_refused_where_a_class_registers_its_codes():
