@@ -115,6 +115,7 @@ class ApiError(Exception):
 
     codes: Collection[str] | None = ERROR_STATUS
     default_code = "request_schema"  # what the strict readers raise when the caller names no code
+    root_path: str | None = None  # the path the strict readers give the document itself
     path_in_detail = False
 
     def __init__(self, code: str, message: str, path: str | None = None, extra: Mapping | None = None):

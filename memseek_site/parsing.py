@@ -27,9 +27,9 @@ def at(path: str, key: str | int) -> str:
 
 
 def fail(path: str, message: str, code: str | None = None, *, error: type[ApiError] = RequestError) -> ApiError:
-    """The error ``error`` raises for ``path`` (``""``: the document itself); ``code`` defaults to
-    the class's ``default_code``."""
-    return error(code or error.default_code, message, path)
+    """The error ``error`` raises for ``path`` (``""``: the document itself, which the class names
+    by its ``root_path``); ``code`` defaults to the class's ``default_code``."""
+    return error(code or error.default_code, message, path or error.root_path)
 
 
 def parse_object(value, path: str, *, allowed: Iterable[str] | None = None, required: Iterable[str] = (),

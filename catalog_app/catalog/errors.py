@@ -27,6 +27,7 @@ class CatalogError(ApiError):
 
     codes = None
     default_code = "schema"
+    root_path = ""
 
 
 class CatalogInvalid(ApiError):

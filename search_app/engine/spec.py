@@ -39,6 +39,8 @@ _SCOPE_KEYS = {"collections", "collection_versions", "entities", "types", "statu
 class SpecError(RequestError):
     """An invalid SearchSpec: ``path`` names the offending value (``""``: the body itself)."""
 
+    root_path = ""
+
 
 class QueryTooLong(ApiError):
     """``q`` is longer than ``MAX_QUERY_CHARS``; ``length`` and ``limit`` say by how much."""
