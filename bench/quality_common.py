@@ -326,7 +326,7 @@ def query_vectors(workspace, texts: list[str], *, desc: str):
     from catalog_app.embedding import embed_query
 
     config = catalog_for_workspace(workspace).value("models", "models").embedding
-    return np.asarray([embed_query(config, text) for text in progress(texts, desc=desc, unit="q")],
+    return np.asarray([embed_query(config, text, workspace_id=workspace.pk) for text in progress(texts, desc=desc, unit="q")],
                       dtype=np.float32)
 
 

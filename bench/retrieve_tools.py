@@ -33,10 +33,10 @@ class VectorCache:
         self.vectors, self.misses = vectors, 0
 
     def _cached(self, real):
-        def cached(config, text):
+        def cached(config, text, *, workspace_id):
             if text not in self.vectors:
                 self.misses += 1
-                self.vectors[text] = real(config, text)
+                self.vectors[text] = real(config, text, workspace_id=workspace_id)
             return self.vectors[text]
         return cached
 

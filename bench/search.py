@@ -118,11 +118,11 @@ class VectorCache:
 
         real = run.embed_query
 
-        def cached(config, text):
+        def cached(config, text, *, workspace_id):
             vector = self.vectors.get(text)
             if vector is None:
                 self.misses += 1
-                vector = self.vectors[text] = real(config, text)
+                vector = self.vectors[text] = real(config, text, workspace_id=workspace_id)
             return vector
 
         run.embed_query = cached
@@ -164,7 +164,7 @@ class SqlCapture:
 
     @contextmanager
     def installed(self):
-        from search_app.engine import pg_backend
+        from search_app.backends import pg as pg_backend
 
         real = pg_backend.candidate_ids
         channels = {name: getattr(pg_backend, name) for name in self.CHANNELS}
@@ -201,8 +201,8 @@ STAGES = (
     ("parse", "search_app.services", "search_spec_parse", None),
     ("resolve", "search_app.engine.run", "resolve_search", None),
     ("query vector (cache lookup)", "search_app.engine.run", "embed_query", None),
-    ("candidate SQL", "search_app.engine.pg_backend", "candidate_ids", None),
-    ("reload SQL", "search_app.engine.pg_backend", "reload_rows", None),
+    ("candidate SQL", "search_app.backends.pg", "candidate_ids", None),
+    ("reload SQL", "search_app.backends.pg", "reload_rows", None),
     ("recheck", "search_app.engine.run", "passes_filters", None),
     ("rank (expression)", "search_app.engine.run", "evaluate_rank", None),
     ("rank (order)", "search_app.engine.run", "order_scored", None),
@@ -284,7 +284,7 @@ def _channel_rank(sql: str) -> int:
 
 def merged(call: dict, channels: list[list]) -> list:
     """The candidate list the backend builds from the replayed channel results."""
-    from search_app.engine.pg_backend import interleave
+    from search_app.engine.candidates import interleave
 
     if len(channels) == 1:
         return channels[0]
@@ -360,7 +360,7 @@ class Bench:
             torch.set_num_threads(threads)
         try:
             result, vectors = setup.measure_query_embedding(
-                self.config, list(dict.fromkeys(q["q"] for q in self.queries)),
+                self.config, self.workspace.pk, list(dict.fromkeys(q["q"] for q in self.queries)),
                 f"{self.size}: query embedding ({torch.get_num_threads()} torch threads)", self.args.embedding_passes)
         finally:
             torch.set_num_threads(default_threads)
@@ -550,7 +550,7 @@ class Bench:
 
     def measure_touch(self) -> dict:
         """The eager touch-on-read UPDATE (k ids) that runs in-process without a broker."""
-        from search_app.services import records_touch
+        from catalog_app.services.record_touch import records_touch
 
         times = []
         for query in self.queries[:20]:

@@ -530,7 +530,8 @@ def replay(conn, statements) -> tuple[float, list[list]]:
     return time.perf_counter() - started, results
 
 
-def measure_query_embedding(config, texts: list[str], desc: str, passes: int = 1) -> tuple[dict, dict]:
+def measure_query_embedding(config, workspace_id: int, texts: list[str], desc: str,
+                            passes: int = 1) -> tuple[dict, dict]:
     """``embed_query`` beside a raw ``SentenceTransformer.encode`` of each text, alternating which
     goes first; returns (latency summary with the ratio, the service's vector of each text).
     The query-vector cache is off while measuring (``QUERY_EMBEDDING_CACHE`` 0): every pass
@@ -539,10 +540,11 @@ def measure_query_embedding(config, texts: list[str], desc: str, passes: int = 1
     from django.test.utils import override_settings
 
     with override_settings(MEMSEEK={**getattr(settings, "MEMSEEK", {}), "QUERY_EMBEDDING_CACHE": 0}):
-        return _measure_query_embedding(config, texts, desc, passes)
+        return _measure_query_embedding(config, workspace_id, texts, desc, passes)
 
 
-def _measure_query_embedding(config, texts: list[str], desc: str, passes: int) -> tuple[dict, dict]:
+def _measure_query_embedding(config, workspace_id: int, texts: list[str], desc: str,
+                             passes: int) -> tuple[dict, dict]:
     from catalog_app.embedding import embed_query, local_model
 
     model = local_model()
@@ -551,12 +553,12 @@ def _measure_query_embedding(config, texts: list[str], desc: str, passes: int) -
         return model.encode([text], normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
 
     for text in texts[:5]:  # warm both paths
-        embed_query(config, text)
+        embed_query(config, text, workspace_id=workspace_id)
         raw(text)
     vectors, service, baseline = {}, [], []
     for iteration in range(passes):
         for index, text in enumerate(progress(texts, desc=f"{desc}, pass {iteration + 1}", unit="q")):
-            pair = [("service", lambda: embed_query(config, text)), ("raw", lambda: raw(text))]
+            pair = [("service", lambda: embed_query(config, text, workspace_id=workspace_id)), ("raw", lambda: raw(text))]
             for name, call in (pair if (iteration + index) % 2 == 0 else pair[::-1]):
                 started = time.perf_counter()
                 value = call()

@@ -13,6 +13,7 @@ import json
 from collections import Counter
 
 from django.contrib import admin, messages
+from django.contrib.admin.templatetags.admin_urls import admin_urlname
 from django.contrib.admin.views.main import ChangeList
 from django.core.paginator import Paginator
 from django.db import connections
@@ -161,7 +162,8 @@ class ReviewAuditAdmin(ReadOnlyAdmin):
 
 
 def _record_link(record_id) -> str:
-    return format_html('<a href="{}">{}</a>', reverse("admin:catalog_app_record_change", args=[record_id]), record_id)
+    url = reverse(admin_urlname(Record._meta, "change"), args=[record_id])
+    return format_html('<a href="{}">{}</a>', url, record_id)
 
 
 # --- Records ---------------------------------------------------------------------------------

@@ -8,4 +8,4 @@ class CatalogAppConfig(AppConfig):
 
     def ready(self):
         from .catalog import families  # noqa: F401  registers the collection/processor/model families
-        from . import signals  # noqa: F401  worker start-up recovery of pending records
+        from . import signals  # noqa: F401  worker recovery of pending records, pool process set-up

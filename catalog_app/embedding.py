@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from memseek_site.conf import memseek_setting
 
+from .catalog.hashing import canonical_json
 from .catalog.models_conf import EmbeddingConfig
 from .llm import ProviderError, post_json
 from .text import truncate_middle
@@ -28,6 +29,13 @@ _model = None
 _model_lock = threading.Lock()
 _query_cache: OrderedDict[tuple, tuple[float, ...]] = OrderedDict()
 _query_cache_lock = threading.Lock()
+
+
+def torch_threads_per_process(processes: int) -> int:
+    """Torch threads for each of ``processes`` processes that share this machine's usable cores
+    for the bundled model (at least one): on few cores, several processes of one thread encode
+    more texts per second than one process of several."""
+    return max(1, len(os.sched_getaffinity(0)) // max(1, processes))
 
 
 class EmbeddingUnavailable(ProviderError):
@@ -105,18 +113,21 @@ def calls_by_token_counts(lengths: Sequence[int], limit: int) -> list[list[int]]
     return calls
 
 
-def embed_query(config: EmbeddingConfig, text: str) -> list[float]:
+def embed_query(config: EmbeddingConfig, text: str, *, workspace_id: int) -> list[float]:
     """The vector of one query text, in the same space as stored records: one provider call,
-    or none when the same text was embedded for the same space recently (the newest
+    or none when ``workspace_id`` embedded the same text for the same space recently (the newest
     ``QUERY_EMBEDDING_CACHE`` query vectors of the process are kept; 0 keeps none).
+
+    The cache is keyed by workspace: a hit is faster than a provider call, so a cache shared
+    across workspaces would tell one workspace which texts another has just searched for.
 
     Raises ``EmbeddingUnavailable``.
     """
     size = memseek_setting("QUERY_EMBEDDING_CACHE")
     if size <= 0:
         return embed_texts(config, [text])[0]
-    key = (config.space, config.provider.adapter, config.provider.base_url, config.model, config.dimensions,
-           config.max_text_chars, text)
+    key = (workspace_id, config.space, config.provider.adapter, config.provider.base_url, config.model,
+           config.dimensions, config.max_text_chars, canonical_json(dict(config.params)), text)
     with _query_cache_lock:
         cached = _query_cache.get(key)
         if cached is not None:
@@ -176,8 +187,8 @@ def _http_embed(config: EmbeddingConfig, texts: list[str]) -> list[list[float]]:
     provider = config.provider
     url = f"{provider.base_url}/embeddings"
     try:
-        answer = post_json(url, {"model": config.model, "input": texts}, api_key_env=provider.api_key_env,
-                           timeout_s=float(memseek_setting("PROVIDER_TIMEOUT_S")))
+        answer = post_json(url, {**config.params, "model": config.model, "input": texts},
+                           api_key_env=provider.api_key_env, timeout_s=float(memseek_setting("PROVIDER_TIMEOUT_S")))
     except ProviderError as error:
         raise EmbeddingUnavailable("embedding_unavailable", f"embedding provider {provider.name}: {error.detail}",
                                    status=error.status) from None

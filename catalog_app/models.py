@@ -107,7 +107,7 @@ class Record(models.Model):
     occurred_at = models.DateTimeField()
     created_at = models.DateTimeField()
     last_accessed = models.DateTimeField()
-    # Touches on read (search_app.services.records_touch), beside last_accessed.
+    # Touches on read (catalog_app.services.record_touch), beside last_accessed.
     access_count = models.PositiveIntegerField(default=0, db_default=0)
     # Readiness: ready once every required processor has written.
     enriched_at = models.DateTimeField(null=True, blank=True)

@@ -21,6 +21,8 @@ from memseek_site.errors import ApiError
 
 from .catalog.runtime import catalog_for_workspace
 from .models import Record, RecordEmbedding, Workspace
+from .record_sql import current_in_lane_q
+from .services.record_touch import records_touch
 from .text import truncate_middle
 
 SYSTEM_COLLECTION = "_system"
@@ -39,20 +41,23 @@ def json_bytes(value) -> int:
     return len(text.encode("utf-8")) + 3 * (text.count("\u2028") + text.count("\u2029"))
 
 
+# annotation_meta members that audit a result rather than describe how enrichment went.
+_AUDIT_KEYS = ("config_hash", "output_hash", "source")
+
+
 def record_get(*, workspace: Workspace, record_id: uuid.UUID) -> dict:
     """Return the full dereference of one record of ``workspace`` (everything but the vector).
 
-    When ``TOUCH_ON_READ`` is true, ``last_accessed`` is set to now first and the payload shows
-    the new value. Raises ``ApiError('record_not_found')`` for a missing id and for another
-    workspace's id alike.
+    When ``TOUCH_ON_READ`` is true, the record is touched first (``records_touch``) and the
+    payload shows the new ``last_accessed``. Raises ``ApiError('record_not_found')`` for a
+    missing id and for another workspace's id alike.
     """
     record = Record.objects.filter(workspace=workspace, pk=record_id).defer(*_UNREAD_COLUMNS).first()
     if record is None:
         raise ApiError("record_not_found", f"No record {record_id} in this workspace.", path="id")
     if memseek_setting("TOUCH_ON_READ"):
         now = timezone.now()
-        # last_accessed is one of the few columns that may change after insert (models.py).
-        Record.objects.filter(pk=record.pk).update(last_accessed=now)
+        records_touch(record_ids=[record.pk], now=now)
         record.last_accessed = now
     return {
         "id": str(record.id),
@@ -70,6 +75,7 @@ def record_get(*, workspace: Workspace, record_id: uuid.UUID) -> dict:
         "scores": record.scores,
         "annotations": record.annotations,
         "annotation_meta": record.annotation_meta,
+        "enrichment_meta": _enrichment_meta(record),
         "enrichment_error": record.enrichment_error,
         "ready": record.ready,
         "enriched_at": _iso(record.enriched_at),
@@ -123,7 +129,7 @@ def document_get(*, workspace: Workspace, entity: str, collections: Sequence[str
             .exclude(collection=SYSTEM_COLLECTION))
     if collections:
         rows = rows.filter(collection__in=collections)
-    heads = list(rows.order_by("collection", "key", "-seq").distinct("collection", "key")
+    heads = list(rows.filter(current_in_lane_q()).order_by("collection", "key")
                  .defer("content", "scores", "annotations", "annotation_meta", *_UNREAD_COLUMNS)[: max_records + 1])
     if len(heads) > max_records:
         raise ApiError("document_too_large",
@@ -284,6 +290,14 @@ def _embedding_space(workspace: Workspace, record: Record) -> str | None:
     models_conf = catalog_for_workspace(workspace).value("models", "models")
     active = models_conf.embedding.space if models_conf is not None else None
     return active if active in spaces else spaces[0]
+
+
+def _enrichment_meta(record: Record) -> dict:
+    """The worker's diagnostics per processor it ran (outcome status, when, and the model or
+    embedding space): ``annotation_meta`` without client entries and without the audit hashes.
+    ``{}`` for a record the worker had nothing to do for."""
+    return {name: {key: value for key, value in meta.items() if key not in _AUDIT_KEYS}
+            for name, meta in record.annotation_meta.items() if meta.get("source") != "client"}
 
 
 def _citations(record: Record) -> list[str]:

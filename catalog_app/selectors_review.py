@@ -15,40 +15,39 @@ from django.db import connection
 from memseek_site.errors import ApiError
 
 from .models import Record, Workspace
+from .record_sql import RECORD, current_in_lane
 from .selectors import SYSTEM_COLLECTION
 
 MAX_PER_PAGE = 100
 _UNREAD_COLUMNS = ("search_vector", "bm25_tf")
 
-_PENDING_SQL = """
+_PENDING_SQL = f"""
 WITH heads AS (
-    SELECT DISTINCT ON (entity, collection, key) id, entity, collection, key, tombstone, derived_from
-    FROM catalog_app_record
-    WHERE workspace_id = %(workspace)s AND status = 'draft' AND key IS NOT NULL AND collection <> %(system)s
-      {entity_filter}
-    ORDER BY entity, collection, key, seq DESC
+    SELECT r.id, r.entity, r.collection, r.key, r.tombstone, r.derived_from
+    FROM {RECORD} r
+    WHERE r.workspace_id = %(workspace)s AND r.status = 'draft' AND r.key IS NOT NULL AND r.collection <> %(system)s
+      {{entity_filter}} AND {current_in_lane("r").sql}
 )
 SELECT h.id, h.entity, h.collection, h.key FROM heads h
 WHERE NOT (h.tombstone AND EXISTS (
-    SELECT 1 FROM catalog_app_record p
+    SELECT 1 FROM {RECORD} p
     WHERE p.workspace_id = %(workspace)s AND p.id = ANY(h.derived_from) AND p.entity = h.entity
       AND p.collection = h.collection AND p.key = h.key AND p.status = 'draft'))
   -- an approved draft stays its lane's head; the active value that cites it settles it
   AND NOT EXISTS (
-    SELECT 1 FROM catalog_app_record a
+    SELECT 1 FROM {RECORD} a
     WHERE a.workspace_id = %(workspace)s AND a.entity = h.entity AND a.collection = h.collection
       AND a.key = h.key AND a.status = 'active' AND a.derived_from @> ARRAY[h.id])
 ORDER BY h.entity, h.collection, h.key
 LIMIT %(limit)s OFFSET %(offset)s
 """
 
-_ACTIVE_HEADS_SQL = """
-SELECT DISTINCT ON (r.entity, r.collection, r.key) r.id, r.entity, r.collection, r.key
-FROM catalog_app_record r
+_ACTIVE_HEADS_SQL = f"""
+SELECT r.id, r.entity, r.collection, r.key
+FROM {RECORD} r
 JOIN unnest(%s::text[], %s::text[], %s::text[]) AS slot(entity, collection, key)
   ON r.entity = slot.entity AND r.collection = slot.collection AND r.key = slot.key
-WHERE r.workspace_id = %s AND r.status = 'active'
-ORDER BY r.entity, r.collection, r.key, r.seq DESC
+WHERE r.workspace_id = %s AND r.status = 'active' AND {current_in_lane("r").sql}
 """
 
 
@@ -72,7 +71,7 @@ def draft_slots(*, workspace: Workspace, entity: str | None = None, page: int = 
         raise ApiError("request_schema", f"per_page must be 1..{MAX_PER_PAGE}, got {per_page!r}", path="per_page")
     params = {"workspace": workspace.pk, "system": SYSTEM_COLLECTION, "entity": entity,
               "limit": per_page + 1, "offset": (page - 1) * per_page}
-    sql = _PENDING_SQL.format(entity_filter="AND entity = %(entity)s" if entity is not None else "")
+    sql = _PENDING_SQL.format(entity_filter="AND r.entity = %(entity)s" if entity is not None else "")
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         pending = cursor.fetchall()

@@ -1,8 +1,7 @@
 """Worker signals.
 
-- A worker that starts re-enqueues records that a killed worker left unready. The handler only
-  sends a task: the worker's main process must not open database connections that its forked
-  pool processes would inherit.
+- A worker's consumer gets the ``PendingRecovery`` step: while connected to the broker, its main
+  process keeps re-enqueueing records whose task a killed worker or the broker lost (``recovery``).
 - The pool processes share the machine's cores for the bundled embedding model: before the pool
   starts, ``OMP_NUM_THREADS`` is set to the usable cores divided by the concurrency (at least 1),
   unless it is already set. On two cores two processes with one torch thread each encode 15-40%
@@ -18,16 +17,17 @@ import os
 import threading
 import time
 
-from celery.signals import worker_init, worker_process_init, worker_ready
+from celery.signals import worker_init, worker_process_init
 
 logger = logging.getLogger(__name__)
 
 
-@worker_ready.connect(dispatch_uid="catalog_app.recover_pending_records")
-def recover_pending_on_worker_ready(sender=None, **kwargs):
-    from .tasks import recover_pending_records
+@worker_init.connect(dispatch_uid="catalog_app.recover_pending_records")
+def add_pending_recovery_step(sender=None, **kwargs):
+    # worker_init comes before the worker builds its consumer, whose steps are read then.
+    from .recovery import PendingRecovery
 
-    recover_pending_records.delay()
+    sender.app.steps["consumer"].add(PendingRecovery)
 
 
 @worker_init.connect(dispatch_uid="catalog_app.share_cores_among_pool_processes")
@@ -35,7 +35,9 @@ def share_cores_among_pool_processes(sender=None, **kwargs):
     concurrency = getattr(sender, "concurrency", None)
     if "OMP_NUM_THREADS" in os.environ or not isinstance(concurrency, int) or concurrency < 1:
         return
-    os.environ["OMP_NUM_THREADS"] = str(max(1, len(os.sched_getaffinity(0)) // concurrency))
+    from .embedding import torch_threads_per_process
+
+    os.environ["OMP_NUM_THREADS"] = str(torch_threads_per_process(concurrency))
 
 
 @worker_process_init.connect(dispatch_uid="catalog_app.load_bundled_model")

@@ -1,14 +1,17 @@
 """Celery tasks. Each takes ids, calls one service, and retries transient failures with
-exponential backoff; they are enqueued only after the writing transaction commits.
+exponential backoff; they are enqueued only after the writing transaction commits. The touch
+on read is the exception: best effort by contract, it is logged and dropped on failure.
 
 With acks_late and reject-on-worker-lost, a task that was running when its worker died goes
-back to the broker (Redis redelivers it after the visibility timeout); a worker that starts
-also re-enqueues records left unready (``recover_pending_records``, see ``signals``).
+back to the broker (Redis redelivers it after the visibility timeout). Sooner than that, and
+for messages the broker lost, every worker re-enqueues records left unready
+(``recover_pending_records``, sent by its main process: see ``recovery``).
 """
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from datetime import datetime
 from functools import partial
 
 from celery import shared_task
@@ -17,6 +20,7 @@ from django.db import InterfaceError, OperationalError, transaction
 from memseek_site.conf import memseek_setting
 
 from .services.enrichment import EnrichmentDeferred, records_enrich, records_recover_pending
+from .services.record_touch import records_touch
 
 logger = logging.getLogger(__name__)
 
@@ -39,19 +43,53 @@ def enrich_records(self, record_ids: list[str]) -> dict:
 
 @shared_task(name="catalog_app.tasks.recover_pending_records", acks_late=True,
              autoretry_for=(OperationalError, InterfaceError), max_retries=3, retry_backoff=5)
-def recover_pending_records() -> int:
-    """Re-enqueue every record still unready ``PENDING_RECOVERY_AGE_S`` after insert."""
-    count = records_recover_pending(dispatch=enrich_records.delay)
+def recover_pending_records(created_after: str | None = None, created_until: str | None = None) -> int:
+    """Re-enqueue every record still unready that was inserted at or before ``created_until``
+    (ISO 8601; default ``PENDING_RECOVERY_AGE_S`` ago) and, given ``created_after``, after it."""
+    count = records_recover_pending(dispatch=enrich_records.delay, created_after=_instant(created_after),
+                                    created_until=_instant(created_until))
     if count:
         logger.info("re-enqueued enrichment of %d pending record(s)", count)
     return count
 
 
+def _instant(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text)
+
+
 def enqueue_enrichment(record_ids: Iterable) -> None:
     """Enqueue enrichment of ``record_ids`` once the current transaction commits, in tasks of
     ``ENRICH_BATCH`` ids. A broker failure at that point is logged, not raised: the records stay
-    unready and the next worker start (or ``manage.py enrich_pending``) picks them up."""
+    unready and the workers' recovery (or ``manage.py enrich_pending``) picks them up."""
     ids = [str(record_id) for record_id in record_ids]
     size = memseek_setting("ENRICH_BATCH")
     for start in range(0, len(ids), size):
         transaction.on_commit(partial(enrich_records.delay, ids[start:start + size]), robust=True)
+
+
+@shared_task(name="catalog_app.tasks.touch_records", ignore_result=True)
+def touch_records(record_ids: list[str]) -> int:
+    """Touch the records ``record_ids`` as read (``records_touch``)."""
+    return records_touch(record_ids=record_ids)
+
+
+def enqueue_touch(record_ids: Iterable) -> None:
+    """When ``TOUCH_ON_READ`` is on, send ``touch_records`` for ``record_ids`` once any
+    surrounding transaction commits, after the response's scores are final. Best effort: a
+    failure is logged and never fails the read."""
+    if not memseek_setting("TOUCH_ON_READ"):
+        return
+    ids = [str(record_id) for record_id in record_ids]
+    if not ids:
+        return
+    try:
+        transaction.on_commit(partial(_send_touch, ids), robust=True)
+    except Exception:  # best effort by contract: never fail a read because of the touch
+        logger.exception("could not schedule touch_records")
+
+
+def _send_touch(ids: list[str]) -> None:
+    try:
+        touch_records.delay(ids)
+    except Exception:
+        logger.exception("touch_records for %d record(s) failed", len(ids))

@@ -16,6 +16,10 @@ DEFAULTS: dict[str, object] = {
     "MAX_ANNOTATION_BYTES": 32_768,
     "MAX_DERIVED_FROM": 256,
     "MAX_DERIVATION_DEPTH": 4,
+    # A request body's bytes: MAX_BATCH records of MAX_TEXT_CHARS characters each written as a
+    # six-byte \uXXXX escape, plus MAX_CONTENT_BYTES, MAX_ANNOTATION_BYTES and 4 KiB of other
+    # members per record, so the largest documented batch always fits however it is encoded.
+    "MAX_BODY_BYTES": 100 * (65_536 * 6 + 131_072 + 32_768 + 4_096),
     # Reads
     "MAX_DOCUMENT_RECORDS": 500,
     "MAX_RESPONSE_BYTES": 4_194_304,
@@ -40,6 +44,7 @@ DEFAULTS: dict[str, object] = {
     "ENRICH_CLAIM": 64,
     "EMBEDDING_BATCH": 64,
     "PENDING_RECOVERY_AGE_S": 30,
+    "PENDING_RECOVERY_INTERVAL_S": 10,
     "SCORER_TEXT_CHARS": 12_000,
     # Model providers (embeddings over HTTP, chat completions)
     "PROVIDER_TIMEOUT_S": 30,

@@ -22,6 +22,14 @@ ERROR_STATUS: dict[str, int] = {
     "view_parameter": 422,
     "method_not_allowed": 405,
     "unsupported_media_type": 415,
+    "bad_request": 400,
+    # The JSON body and query text rules (memseek_site.json_body)
+    "body_too_large": 413,
+    "json_too_deep": 422,
+    "duplicate_key": 422,
+    "invalid_character": 422,
+    "number_out_of_range": 422,
+    "datetime_out_of_range": 422,
     # Auth
     "unauthorized": 401,
     # Write side (reference 3.3)

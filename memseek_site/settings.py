@@ -30,6 +30,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "memseek_site.api_envelope.NoStoreMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -38,6 +39,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "memseek_site.query_text.QueryTextMiddleware",
 ]
 
 ROOT_URLCONF = "memseek_site.urls"
@@ -77,7 +79,8 @@ WHITENOISE_AUTOREFRESH = DEBUG
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["catalog_app.auth.WorkspaceKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["catalog_app.auth.HasWorkspace"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # Every body goes through the one strict decoding (size, depth, duplicate keys, text, ranges).
+    "DEFAULT_PARSER_CLASSES": ["memseek_site.json_body.StrictJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "memseek_site.error_handler.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

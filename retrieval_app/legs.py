@@ -31,13 +31,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
-from django.db import connection, transaction
+from django.db import connection
 
 from catalog_app.catalog.registry import Catalog
+from catalog_app.record_sql import RECORD
 from memseek_site.conf import memseek_setting
 from memseek_site.parallel import run_all
-from search_app.engine.pg_backend import EMBEDDING, OR_QUERY, text_matches_sql
-from search_app.engine.sql_scope import RECORD
+from search_app.backends import pg
 from search_app.graph.store import LinkStore
 
 from .scope import CompiledScope
@@ -63,28 +63,13 @@ class QueryVector:
 
 
 def vector_leg(scope: CompiledScope, vector: QueryVector, *, min_similarity: float, cap: int) -> list[LegHit]:
-    dims = int(vector.dimensions)
-    literal = "[" + ",".join(repr(float(v)) for v in vector.values) + "]"
-    distance = f"e.embedding::vector({dims}) <=> %s::vector({dims})"
-    # The space literal must appear verbatim for the planner to use the space's partial index; it
-    # was validated against the embedding-space name pattern when the catalog loaded.
-    sql = (f"SELECT id, similarity, key, entity FROM (SELECT r.id, r.seq, r.key, r.entity, 1 - ({distance}) "
-           f"AS similarity FROM {EMBEDDING} e JOIN {RECORD} r ON r.id = e.record_id "
-           f"WHERE e.space = '{vector.space}' AND e.workspace_id = %s AND {scope.memory.sql} "
-           f"ORDER BY {distance} LIMIT %s) nearest WHERE similarity >= %s ORDER BY similarity DESC, seq DESC")
-    params = [literal, scope.workspace_id, *scope.memory.params, literal, cap, min_similarity]
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true), "
-                       "set_config('hnsw.iterative_scan', 'relaxed_order', true)", [str(max(40, min(cap, 1000)))])
-        cursor.execute(sql, params)
-        return [LegHit(row[0], float(row[1]), row[2], row[3]) for row in cursor.fetchall()]
+    matches = pg.vector_matches(scope.memory, scope.workspace_id, vector.values, vector.space, vector.dimensions,
+                                cap=cap, min_similarity=min_similarity)
+    return [LegHit(*match) for match in matches]
 
 
 def text_leg(scope: CompiledScope, query: str, *, cap: int) -> list[LegHit]:
-    sql = text_matches_sql("m.id, rank.text_match, m.key, m.entity", scope.memory.sql)
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [query, *scope.memory.params, memseek_setting("TEXT_RANK_SCAN"), query, cap])
-        return [LegHit(row[0], float(row[1]), row[2], row[3]) for row in cursor.fetchall()]
+    return [LegHit(*match) for match in pg.text_matches(scope.memory, query, cap=cap)]
 
 
 def graph_leg(scope: CompiledScope, catalog: Catalog, strong: list[LegHit], *, cap: int) -> list[LegHit]:
@@ -186,19 +171,9 @@ def policy_drop_count(scope: CompiledScope, query: str, vector: QueryVector | No
     only: their ids never leave this function)."""
     if scope.hidden is None:
         return 0
-    parts = [f"(SELECT r.id FROM {RECORD} r WHERE r.search_vector @@ ({OR_QUERY}) AND {scope.hidden.sql} "
-             f"LIMIT %s)"]
-    params: list = [query, *scope.hidden.params, cap]
-    if vector is not None:
-        dims = int(vector.dimensions)
-        literal = "[" + ",".join(repr(float(v)) for v in vector.values) + "]"
-        parts.append(f"(SELECT r.id FROM {EMBEDDING} e JOIN {RECORD} r ON r.id = e.record_id "
-                     f"WHERE e.space = '{vector.space}' AND e.workspace_id = %s AND {scope.hidden.sql} "
-                     f"AND 1 - (e.embedding::vector({dims}) <=> %s::vector({dims})) >= %s LIMIT %s)")
-        params.extend([scope.workspace_id, *scope.hidden.params, literal, min_similarity, cap])
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*) FROM ({' UNION '.join(parts)}) hidden", params)
-        return int(cursor.fetchone()[0])
+    return pg.match_count(scope.hidden, scope.workspace_id, query,
+                          None if vector is None else (vector.values, vector.space, vector.dimensions),
+                          min_similarity=min_similarity, cap=cap)
 
 
 def run_parallel(tasks: dict[str, Callable[[], object]]) -> dict[str, tuple[object, float]]:

@@ -22,9 +22,9 @@ from datetime import datetime
 
 from django.db import connection
 
-from search_app.engine.sql_scope import RECORD
+from catalog_app.record_sql import RECORD, Clause, as_of_cut, same_lane, successor
 
-from .scope import LANE, Clause, CompiledScope, successor_condition
+from .scope import CompiledScope
 
 _COLUMNS = ("r.id, r.seq, r.collection, r.collection_version, r.entity, r.type, r.key, r.text, r.content, r.scores, "
             "r.annotations, r.depth, r.derived_from, r.dedupe_key, r.occurred_at, r.created_at, r.last_accessed, "
@@ -72,13 +72,14 @@ def policy_rows(scope: CompiledScope) -> list[Row]:
 
 
 def _select(scope: CompiledScope, where: Clause, order: str) -> list[Row]:
-    known = Clause("n.created_at <= %s", (scope.as_of,)) if scope.axis == "transaction" and scope.as_of else None
-    known_sql, known_params = (f" AND {known.sql}", list(known.params)) if known else ("", [])
+    known = as_of_cut("transaction", scope.as_of if scope.axis == "transaction" else None, "n")
+    known_sql, known_params = (f" AND {known.sql}", list(known.params)) if known.params else ("", [])
+    lane = f"r.key IS NOT NULL AND {same_lane('r', 'n')}"
     sql = (f"SELECT {_COLUMNS}, vs.id, vs.occurred_at, ts.id, ts.created_at FROM {RECORD} r "
-           f"LEFT JOIN LATERAL (SELECT n.id, n.occurred_at FROM {RECORD} n WHERE r.key IS NOT NULL AND {LANE} "
-           f"AND {successor_condition('valid')}{known_sql} ORDER BY n.occurred_at, n.seq LIMIT 1) vs ON TRUE "
-           f"LEFT JOIN LATERAL (SELECT n.id, n.created_at FROM {RECORD} n WHERE r.key IS NOT NULL AND {LANE} "
-           f"AND {successor_condition('transaction')}{known_sql} ORDER BY n.seq LIMIT 1) ts ON TRUE "
+           f"LEFT JOIN LATERAL (SELECT n.id, n.occurred_at FROM {RECORD} n WHERE {lane} "
+           f"AND {successor('valid')}{known_sql} ORDER BY n.occurred_at, n.seq LIMIT 1) vs ON TRUE "
+           f"LEFT JOIN LATERAL (SELECT n.id, n.created_at FROM {RECORD} n WHERE {lane} "
+           f"AND {successor('transaction')}{known_sql} ORDER BY n.seq LIMIT 1) ts ON TRUE "
            f"WHERE {where.sql} {order}")
     with connection.cursor() as cursor:
         cursor.execute(sql, [*known_params, *known_params, *where.params])

@@ -13,7 +13,8 @@ caller may not see is never a candidate of any leg, and the canonical reload re-
 * visibility (``conf/retrieval.yaml``): a record whose visibility is ``private`` is visible
   only when its owner field equals the request's ``agentId`` (never without one); a missing
   visibility value counts as ``shared``;
-* time and supersession on the chosen axis. Valid axis (default): ``occurred_at <= asOf``, and
+* time and supersession on the chosen axis (``catalog_app.record_sql``'s ``as_of_cut`` and
+  ``current_in_lane``). Valid axis (default): ``occurred_at <= asOf``, and
   a keyed record is superseded by a record of its lane ((entity, collection, key, status),
   ready or not, tombstones included) with a later ``(occurred_at, seq)`` — only such records
   with ``occurred_at <= asOf`` count. Transaction axis: ``created_at <= asOf``, superseded by
@@ -30,28 +31,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from catalog_app.catalog.registry import Catalog
+from catalog_app.record_sql import FALSE, TRUE, Clause, as_of_cut, current_in_lane
 from memseek_site.errors import ApiError
 from search_app.engine.resolve import FieldAccess, ResolveError, field_paths, operand_matches, resolve_search
 from search_app.engine.spec import Condition, Scope, SearchSpec, Source
-from search_app.engine.sql_scope import RECORD, filter_clause, scope_clause, value_expression
+from search_app.backends.pg_scope import filter_clause, scope_clause, value_expression
 
 from .policy import RetrievalPolicy, retrieval_policy
 from .request import RetrieveRequest
-
-LANE = (f"n.workspace_id = r.workspace_id AND n.entity = r.entity AND n.collection = r.collection "
-        f"AND n.key = r.key AND n.status = r.status")
-
-
-@dataclass(frozen=True, slots=True)
-class Clause:
-    sql: str
-    params: tuple = ()
-
-    def __and__(self, other: "Clause") -> "Clause":
-        return Clause(f"({self.sql}) AND ({other.sql})", self.params + other.params)
-
-
-TRUE, FALSE = Clause("TRUE"), Clause("FALSE")
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,34 +212,14 @@ def _visibility(request: RetrieveRequest, catalog: Catalog, policy: RetrievalPol
 
 
 def _time_cut(request: RetrieveRequest) -> Clause:
-    if request.as_of is None:
-        return TRUE
-    column = "occurred_at" if request.as_of_axis == "valid" else "created_at"
-    return Clause(f"r.{column} <= %s", (request.as_of,))
-
-
-def successor_condition(axis: str, alias: str = "n") -> str:
-    """SQL: lane row ``alias`` comes after ``r`` on ``axis``."""
-    if axis == "valid":
-        return f"({alias}.occurred_at, {alias}.seq) > (r.occurred_at, r.seq)"
-    return f"{alias}.seq > r.seq"
-
-
-def slice_condition(axis: str, as_of: datetime | None, alias: str = "n") -> Clause:
-    """SQL: lane row ``alias`` belongs to the store slice of the request."""
-    if as_of is None:
-        return TRUE
-    return Clause(f"{alias}.{'occurred_at' if axis == 'valid' else 'created_at'} <= %s", (as_of,))
+    return as_of_cut(request.as_of_axis, request.as_of)
 
 
 def _temporal(request: RetrieveRequest, show_superseded: bool) -> Clause:
     cut = _time_cut(request)
     if show_superseded:
         return cut
-    in_slice = slice_condition(request.as_of_axis, request.as_of)
-    newer = Clause(f"r.key IS NULL OR NOT EXISTS (SELECT 1 FROM {RECORD} n WHERE {LANE} AND "
-                   f"{successor_condition(request.as_of_axis)} AND {in_slice.sql})", in_slice.params)
-    return cut & newer
+    return cut & current_in_lane(axis=request.as_of_axis, as_of=request.as_of, newer="n")
 
 
 def _embedded(catalog: Catalog, eligible: dict[str, list[int]]) -> bool:

@@ -32,6 +32,7 @@ from datetime import datetime, timezone
 from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.embedding import embed_query
 from catalog_app.llm import ProviderError
+from catalog_app.tasks import enqueue_touch
 from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
 from search_app.engine.fusion import rrf_fuse
@@ -88,7 +89,7 @@ def retrieve(*, workspace, request: RetrieveRequest | dict, side_effects: bool =
                               hide_superseded=settings.hide_superseded)
     budget = None if request.raw else (request.token_budget or settings.token_budget)
     with _timer(latency, "embed"):
-        vector = _embed(models.embedding, request.query) if scope.embed else None
+        vector = _embed(models.embedding, request.query, workspace.pk) if scope.embed else None
     cap = leg_cap(request.top_n)
     legs, drops, phase_latency = _run_legs(scope, catalog, request, vector, settings.min_vector_similarity, cap)
     latency.update(phase_latency)
@@ -116,10 +117,7 @@ def retrieve(*, workspace, request: RetrieveRequest | dict, side_effects: bool =
     receipt_id = None
     if side_effects:
         receipt_id = str(_store_receipt(workspace, request, compiled, budget).id)
-        if memseek_setting("TOUCH_ON_READ"):
-            from search_app.tasks import enqueue_touch
-
-            enqueue_touch(item.id for name in SECTIONS for item in compiled.included[name])
+        enqueue_touch(item.id for name in SECTIONS for item in compiled.included[name])
     payload = {"receiptId": receipt_id, "mode": request.mode, "asOf": _iso(request.as_of),
                "asOfAxis": request.as_of_axis, "sections": sections, "compilation": compiled.report()}
     if not side_effects:
@@ -147,9 +145,9 @@ def receipt_get(*, workspace, receipt_id: uuid.UUID) -> dict:
 
 # --- stages ----------------------------------------------------------------------------------
 
-def _embed(config, query: str) -> QueryVector:
+def _embed(config, query: str, workspace_id: int) -> QueryVector:
     try:
-        return QueryVector(embed_query(config, query), config.space, config.dimensions)
+        return QueryVector(embed_query(config, query, workspace_id=workspace_id), config.space, config.dimensions)
     except ProviderError as error:
         raise error.prefixed("The query could not be embedded", code="embedding_unavailable") from None
 

@@ -49,13 +49,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.db.models import Exists, F, OuterRef
+from django.db.models import F
 from django.db.models.expressions import RawSQL
 
 from catalog_app.catalog.registry import Catalog
 from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.models import Record
+from catalog_app.record_sql import RECORD, current_in_lane_q, live_q
 from catalog_app.selectors import json_bytes
+from catalog_app.tasks import enqueue_touch
 from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
 from memseek_site.parsing import PUBLIC_NAME, fail, parse_int, parse_string
@@ -143,10 +145,7 @@ def context_build(*, workspace, entity, task, budget, collections: Sequence[str]
     if size > limit:
         raise ApiError("response_too_large", f"The context would be {size} bytes; the limit is {limit} "
                        "(MAX_RESPONSE_BYTES). Lower budget or narrow it with collections=.")
-    if memseek_setting("TOUCH_ON_READ"):
-        from .tasks import enqueue_touch
-
-        enqueue_touch(packed.ids)
+    enqueue_touch(packed.ids)
     return payload
 
 
@@ -256,21 +255,16 @@ def _collections_in_scope(catalog: Catalog, collections: tuple[str, ...] | None)
 # --- Candidates ------------------------------------------------------------------------------
 
 def _current_rows(workspace, entity: str, names: tuple[str, ...]):
-    """Current, active, ready, non-retracted rows of ``entity`` in ``names``. A newer row in the
-    same lane hides a keyed row even while that newer row is still processing."""
-    newer = Record.objects.filter(workspace=OuterRef("workspace"), entity=OuterRef("entity"),
-                                  collection=OuterRef("collection"), key=OuterRef("key"),
-                                  status=OuterRef("status"), seq__gt=OuterRef("seq"))
-    # key = NULL never matches, so an event is never hidden.
-    return (Record.objects.filter(workspace=workspace, entity=entity, collection__in=names, status="active",
-                                  enriched_at__isnull=False, tombstone=False)
-            .filter(~Exists(newer)).only(*_RENDER_COLUMNS))
+    """Current, active, live rows of ``entity`` in ``names`` (``catalog_app.record_sql``: a newer
+    row in the same lane hides a keyed row even while that newer row is still processing)."""
+    return (Record.objects.filter(live_q(), current_in_lane_q(), workspace=workspace, entity=entity,
+                                  collection__in=names, status="active")
+            .only(*_RENDER_COLUMNS))
 
 
 def _document_rows(workspace, entity: str, names: tuple[str, ...]) -> list[Record]:
-    table = Record._meta.db_table
-    order_score = RawSQL(f"CASE WHEN jsonb_typeof({table}.scores -> %s) = 'number' "
-                         f"THEN ({table}.scores ->> %s)::float8 END", [DOC_ORDER_SCORE, DOC_ORDER_SCORE])
+    order_score = RawSQL(f"CASE WHEN jsonb_typeof({RECORD}.scores -> %s) = 'number' "
+                         f"THEN ({RECORD}.scores ->> %s)::float8 END", [DOC_ORDER_SCORE, DOC_ORDER_SCORE])
     rows = (_current_rows(workspace, entity, names).filter(key__isnull=False)
             .annotate(order_score=order_score).order_by(F("order_score").desc(nulls_last=True), "-seq"))
     return list(rows[:SECTION_CANDIDATES])

@@ -7,7 +7,7 @@ from .engine.profiles import BACKEND_CAPABILITIES, all_profiles
 from .engine.rank_expression import rank_to_json
 from .engine.rank_grammar import RANK_GRAMMAR
 
-RESULT_SCORES = {"rank_field": "rank_score", "score_field": "score", "native_score_field": "rank_score",
+RESULT_SCORES = {"rank_field": "rank", "score_field": "score", "native_score_field": "rank_score",
                  "score_range": [0.0, 1.0], "score_semantics": "query_relative", "normalization": "min_max",
                  "normalization_scope": "ranked_candidates", "calibrated": False,
                  "structured_results_are_scored": False}

@@ -1,10 +1,8 @@
 """Search services used by the API routes (and by retrieval, the SDK and MCP later)."""
 from __future__ import annotations
 
-from django.db import connection
-from django.utils import timezone
-
 from catalog_app.catalog.runtime import catalog_for_workspace
+from catalog_app.tasks import enqueue_touch
 from memseek_site.conf import memseek_setting
 
 from .engine.present import check_response_size, search_payload
@@ -31,10 +29,7 @@ def search_respond(*, workspace, spec: SearchSpec, outcome: SearchOutcome, backe
     if extra:
         payload = {**extra, **payload}
     check_response_size(payload, memseek_setting("MAX_RESPONSE_BYTES"))
-    if memseek_setting("TOUCH_ON_READ"):
-        from .tasks import enqueue_touch
-
-        enqueue_touch(hit.row.id for hit in outcome.hits)
+    enqueue_touch(hit.row.id for hit in outcome.hits)
     return payload
 
 
@@ -44,12 +39,3 @@ def search_run(*, workspace, body) -> dict:
     outcome = search_execute(workspace=workspace, spec=spec)
     return search_respond(workspace=workspace, spec=spec, outcome=outcome)
 
-
-def records_touch(*, record_ids: list[str]) -> int:
-    """Set ``last_accessed`` to now and count one more access on ``record_ids``; returns the
-    number of rows updated."""
-    with connection.cursor() as cursor:
-        cursor.execute("UPDATE catalog_app_record SET last_accessed = %s, access_count = access_count + 1 "
-                       "WHERE id = ANY(%s::uuid[])",
-                       [timezone.now(), list(record_ids)])
-        return cursor.rowcount

@@ -150,6 +150,8 @@ class RecordDereferenceSerializer(serializers.Serializer):
     scores = serializers.DictField(child=serializers.FloatField())
     annotations = serializers.JSONField()
     annotation_meta = serializers.JSONField()
+    enrichment_meta = serializers.JSONField(help_text="Per processor the worker ran: status, completed_at and "
+                                                      "the model or embedding space; {} when it ran none.")
     enrichment_error = serializers.JSONField(allow_null=True)
     ready = serializers.BooleanField()
     enriched_at = serializers.DateTimeField(allow_null=True)

@@ -5,7 +5,7 @@ Without a models file the built-in default embeds with the bundled all-MiniLM-L6
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from urllib.parse import urlsplit
 
@@ -17,6 +17,10 @@ ADAPTERS = ("openai_compat", "sentence_transformers")
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 HNSW_MAX_DIMENSIONS = 2000
+# Members of an embeddings request that the request itself sets (or, for encoding_format, that
+# the response parser relies on: vectors come back as float lists); embedding.params may not
+# override them.
+EMBEDDING_REQUEST_KEYS = ("model", "input", "dimensions", "encoding_format")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +50,9 @@ class EmbeddingConfig:
     space: str
     batch: int
     max_text_chars: int
+    # Extra members of every embeddings request body (``embedding.params``), e.g. input_type.
+    # A mapping is unhashable; configs that differ only here are unequal, which hashing allows.
+    params: MappingProxyType = field(default_factory=lambda: MappingProxyType({}), hash=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,10 +171,33 @@ def _embedding(raw, providers: dict) -> dict:
         raise CatalogError("provider",
                            f"the bundled sentence_transformers provider serves {LOCAL_MODEL} with 384 dimensions",
                            "embedding.model")
-    return {"provider": body["provider"], "model": model, "dimensions": dimensions,
-            "space": checks.name(body["space"], "embedding.space", checks.SPACE_NAME),
-            "batch": checks.integer(body.get("batch", 64), "embedding.batch", minimum=1, maximum=256),
-            "max_text_chars": checks.integer(body.get("max_text_chars", 16000), "embedding.max_text_chars", minimum=1)}
+    result = {"provider": body["provider"], "model": model, "dimensions": dimensions,
+              "space": checks.name(body["space"], "embedding.space", checks.SPACE_NAME),
+              "batch": checks.integer(body.get("batch", 64), "embedding.batch", minimum=1, maximum=256),
+              "max_text_chars": checks.integer(body.get("max_text_chars", 16000), "embedding.max_text_chars",
+                                               minimum=1)}
+    params = _embedding_params(body.get("params"), provider)
+    if params:
+        # Stored only when given, so the hash of a models file without params stays what it was.
+        result["params"] = params
+    return result
+
+
+def _embedding_params(raw, provider: dict) -> dict:
+    if raw is None:
+        return {}
+    params = checks.mapping(raw, "embedding.params")
+    if params and provider["adapter"] == "sentence_transformers":
+        raise CatalogError("provider",
+                           "the bundled sentence_transformers provider takes no params; they are sent to an "
+                           "openai_compat provider's embeddings requests", "embedding.params")
+    for key in params:
+        if key in EMBEDDING_REQUEST_KEYS:
+            raise CatalogError("schema",
+                               f"{key} is set by every embeddings request itself (model, input and dimensions come "
+                               "from embedding.model, the texts and embedding.dimensions; vectors are read as "
+                               "float lists); remove it from params", f"embedding.params.{key}")
+    return dict(params)
 
 
 def build(body: dict) -> ModelsConfig:
@@ -177,5 +207,5 @@ def build(body: dict) -> ModelsConfig:
                            a["params"]["max_output_tokens"], a["context_tokens"]) for name, a in body["aliases"].items()}
     e = body["embedding"]
     embedding = EmbeddingConfig(providers[e["provider"]], e["model"], e["dimensions"], e["space"], e["batch"],
-                                e["max_text_chars"])
+                                e["max_text_chars"], MappingProxyType(e.get("params", {})))
     return ModelsConfig(MappingProxyType(providers), MappingProxyType(aliases), embedding)

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import re
 
 from django.db import connection
 
-_SAFE_SPACE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+from ..record_sql import EMBEDDING, space_literal
 
 
 def embedding_index_name(space: str) -> str:
@@ -16,12 +15,14 @@ def embedding_index_name(space: str) -> str:
 
 def embedding_space_ensure_index(space: str, dimensions: int) -> None:
     """Create the HNSW index of ``space`` if it does not exist yet. Idempotent."""
-    if not _SAFE_SPACE.fullmatch(space) or not 8 <= int(dimensions) <= 4096:
+    if not 8 <= int(dimensions) <= 4096:
         raise ValueError(f"invalid embedding space {space!r} / {dimensions}")
+    # The space is a validated literal (the form the vector queries write, so the planner
+    # matches them to this partial index); the dimension is an int.
+    where = space_literal(space)
     with connection.cursor() as cursor:
-        # The space name is validated above and quoted as a literal; the dimension is an int.
         cursor.execute(
-            f"CREATE INDEX IF NOT EXISTS {embedding_index_name(space)} ON catalog_app_recordembedding "
+            f"CREATE INDEX IF NOT EXISTS {embedding_index_name(space)} ON {EMBEDDING} "
             f"USING hnsw ((embedding::vector({int(dimensions)})) vector_cosine_ops) "
-            f"WHERE space = '{space}'"
+            f"WHERE space = {where}"
         )

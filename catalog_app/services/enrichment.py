@@ -23,7 +23,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import connection, transaction
 from django.db.models import Q
@@ -41,7 +41,8 @@ from ..catalog.registry import Definition
 from ..catalog.runtime import catalog_for_workspace
 from ..embedding import EmbeddingUnavailable, embed_texts
 from ..llm import ProviderError, ProviderInvalid
-from ..models import Record, RecordEmbedding
+from ..models import Record
+from ..record_sql import EMBEDDING, RECORD
 from ..text import truncate_middle
 from .enrichment_llm import processor_ask
 
@@ -127,17 +128,22 @@ def records_enrich(*, record_ids: Iterable, final_attempt: bool = True, pool: in
     return outcome
 
 
-def records_recover_pending(*, dispatch: Callable[[list[str]], object], older_than_s: float | None = None) -> int:
-    """Hand every record still unready ``older_than_s`` seconds after insert (default
-    ``PENDING_RECOVERY_AGE_S``) to ``dispatch`` in id lists of ``ENRICH_BATCH``, oldest first.
+def records_recover_pending(*, dispatch: Callable[[list[str]], object], older_than_s: float | None = None,
+                            created_after: datetime | None = None, created_until: datetime | None = None) -> int:
+    """Hand every record still unready that was inserted at or before ``created_until`` (default
+    ``older_than_s`` seconds ago, itself by default ``PENDING_RECOVERY_AGE_S``) and, given
+    ``created_after``, after that, to ``dispatch`` in id lists of ``ENRICH_BATCH``, oldest first.
 
     ``dispatch`` enqueues (the recovery task) or enriches inline (``enrich_pending``). Returns
     the number of records dispatched.
     """
-    age = memseek_setting("PENDING_RECOVERY_AGE_S") if older_than_s is None else older_than_s
-    cutoff = timezone.now() - timedelta(seconds=age)
+    if created_until is None:
+        age = memseek_setting("PENDING_RECOVERY_AGE_S") if older_than_s is None else older_than_s
+        created_until = timezone.now() - timedelta(seconds=age)
     size = memseek_setting("ENRICH_BATCH")
-    pending = Record.objects.filter(enriched_at__isnull=True, tombstone=False, created_at__lte=cutoff)
+    pending = Record.objects.filter(enriched_at__isnull=True, tombstone=False, created_at__lte=created_until)
+    if created_after is not None:
+        pending = pending.filter(created_at__gt=created_after)
     last_seq, count = None, 0
     while True:
         page = pending if last_seq is None else pending.filter(seq__gt=last_seq)
@@ -299,7 +305,7 @@ def _insert_embeddings(plans: list[_Plan], space: str, texts_and_hashes: dict) -
     a vector already stored for (record, space) is kept."""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO {RecordEmbedding._meta.db_table} (record_id, workspace_id, space, embedding, created_at) "
+            f"INSERT INTO {EMBEDDING} (record_id, workspace_id, space, embedding, created_at) "
             "SELECT r, w, %s, v::vector, now() FROM unnest(%s::uuid[], %s::bigint[], %s::text[]) AS u(r, w, v) "
             "ON CONFLICT (record_id, space) DO NOTHING",
             [space, [plan.record.pk for plan in plans], [plan.record.workspace_id for plan in plans],
@@ -366,8 +372,7 @@ def _error(error: ProviderError) -> dict:
 
 # Each member is merged only while annotation_meta has no entry of that processor; annotations
 # additionally never replace an existing key.
-_WRITE_ONCE = """
-UPDATE catalog_app_record AS r SET
+_WRITE_ONCE = f"UPDATE {RECORD} AS r SET" + """
   annotations = r.annotations || COALESCE((
     SELECT jsonb_object_agg(p.key, p.value -> 'annotation') FROM jsonb_each(%(payload)s) AS p
     WHERE p.value ? 'annotation' AND NOT r.annotation_meta ? p.key AND NOT r.annotations ? p.key), '{}'::jsonb),
@@ -421,7 +426,7 @@ def _mark_ready(plans: list[_Plan]) -> list[str]:
     ready = []
     with connection.cursor() as cursor:
         for required, ids in by_required.items():
-            cursor.execute("UPDATE catalog_app_record SET enriched_at = now() WHERE id = ANY(%s) "
+            cursor.execute(f"UPDATE {RECORD} SET enriched_at = now() WHERE id = ANY(%s) "
                            "AND enriched_at IS NULL AND annotation_meta ?& %s::text[] RETURNING id",
                            [ids, list(required)])
             ready += [str(row[0]) for row in cursor.fetchall()]

@@ -22,6 +22,7 @@ from memseek_site.parsing import fail
 
 from ..catalog.runtime import catalog_for_workspace
 from ..models import Workspace
+from ..record_sql import RECORD, current_in_lane
 from .record_input import PreparedRecord, prepare_record
 
 _LOCK_NAMESPACE = 0x4D53  # "MS": advisory-lock class for workspace-wide write locks
@@ -128,7 +129,7 @@ def _depths(workspace: Workspace, prepared: list[PreparedRecord]) -> list[int]:
 def _load_parents(workspace: Workspace, wanted: set[uuid.UUID]) -> dict[uuid.UUID, _Parent]:
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT id, seq, depth, entity, collection, key, status FROM catalog_app_record "
+            f"SELECT id, seq, depth, entity, collection, key, status FROM {RECORD} "
             "WHERE workspace_id = %s AND id = ANY(%s::uuid[])", [workspace.pk, list(wanted)])
         return {row[0]: _Parent(row[0], row[1], row[2], (row[3], row[4], row[5], row[6]))
                 for row in cursor.fetchall()}
@@ -140,11 +141,8 @@ def _heads(workspace: Workspace, parents: dict[uuid.UUID, _Parent]) -> set[uuid.
     if not keyed:
         return set()
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT p.id FROM catalog_app_record p WHERE p.id = ANY(%s::uuid[]) AND NOT EXISTS ("
-            " SELECT 1 FROM catalog_app_record n WHERE n.workspace_id = p.workspace_id AND n.entity = p.entity"
-            " AND n.collection = p.collection AND n.key = p.key AND n.status = p.status AND n.seq > p.seq)",
-            [[parent.id for parent in keyed]])
+        cursor.execute(f"SELECT p.id FROM {RECORD} p WHERE p.id = ANY(%s::uuid[]) AND {current_in_lane('p').sql}",
+                       [[parent.id for parent in keyed]])
         return {row[0] for row in cursor.fetchall()}
 
 
@@ -154,11 +152,11 @@ def _check_lineage(workspace: Workspace, parents: dict[uuid.UUID, _Parent]) -> N
     with connection.cursor() as cursor:
         cursor.execute(
             "WITH RECURSIVE lineage(id, seq, derived_from) AS ("
-            " SELECT id, seq, derived_from FROM catalog_app_record WHERE id = ANY(%s::uuid[])"
+            f" SELECT id, seq, derived_from FROM {RECORD} WHERE id = ANY(%s::uuid[])"
             " UNION"
             " SELECT r.id, r.seq, r.derived_from FROM lineage l"
-            " JOIN catalog_app_record r ON r.id = ANY(l.derived_from) AND r.workspace_id = %s)"
-            " SELECT l.id FROM lineage l JOIN catalog_app_record r ON r.id = ANY(l.derived_from)"
+            f" JOIN {RECORD} r ON r.id = ANY(l.derived_from) AND r.workspace_id = %s)"
+            f" SELECT l.id FROM lineage l JOIN {RECORD} r ON r.id = ANY(l.derived_from)"
             " WHERE r.seq >= l.seq LIMIT 1",
             [list(parents), workspace.pk])
         broken = cursor.fetchone()
@@ -172,7 +170,7 @@ def _stored_dedupe(workspace: Workspace, keys) -> dict[str, tuple]:
         return {}
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT dedupe_key, id, dedupe_hash, enriched_at IS NOT NULL FROM catalog_app_record "
+            f"SELECT dedupe_key, id, dedupe_hash, enriched_at IS NOT NULL FROM {RECORD} "
             "WHERE workspace_id = %s AND dedupe_key = ANY(%s)", [workspace.pk, list(keys)])
         return {row[0]: row[1:] for row in cursor.fetchall()}
 
@@ -227,16 +225,18 @@ def _insert(workspace: Workspace, rows: list[tuple[int, PreparedRecord, int]]):
         return [], []
     params = []
     ids = []
+    # Parents are stored sorted, as dedupe compares them; the prepared record keeps the client's
+    # order so that a parent error names the client's index.
     for _, record, depth in rows:
         record_id = uuid.uuid4()
         ids.append(record_id)
         params.extend([record_id, workspace.pk, record.collection, record.collection_version,
                        record.collection_hash, record.entity, record.type, record.key, record.status, record.text,
                        Jsonb(record.content), Jsonb(record.scores), Jsonb(record.annotations),
-                       Jsonb(record.annotation_meta), depth, list(record.derived_from), record.dedupe_key,
+                       Jsonb(record.annotation_meta), depth, sorted(record.derived_from), record.dedupe_key,
                        record.dedupe_hash, record.occurred_at, record.ready_at_insert, record.tombstone,
                        Jsonb(record.bm25_tf), record.bm25_length])
-    sql = (f"INSERT INTO catalog_app_record ({', '.join(_COLUMNS)}) VALUES {', '.join([_ROW] * len(rows))} "
+    sql = (f"INSERT INTO {RECORD} ({', '.join(_COLUMNS)}) VALUES {', '.join([_ROW] * len(rows))} "
            "ON CONFLICT (workspace_id, dedupe_key) WHERE dedupe_key IS NOT NULL DO NOTHING RETURNING id")
     with connection.cursor() as cursor:
         cursor.execute(sql, params)

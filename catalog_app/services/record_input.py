@@ -26,7 +26,7 @@ from ..bm25_terms import term_frequencies
 from ..catalog.collections import PLACEHOLDER, Collection
 from ..catalog.hashing import canonical_json
 from ..catalog.registry import Catalog
-from .content_validation import first_schema_error
+from .content_validation import first_field_type_error, first_schema_error
 
 RESERVED_TYPES = ("run", "erasure")
 _FIELDS = {"entity", "collection", "collection_version", "type", "key", "text", "content", "status", "dedupe_key",
@@ -95,7 +95,8 @@ def prepare_record(raw, catalog: Catalog, processor_hashes: dict[str, str], now:
         text, content = _tombstone(item, key, derived_from)
     else:
         text, content = _text_and_content(item, content, collection)
-    scores, annotations, meta = _client_outputs(item, collection, record_type, catalog, processor_hashes, now)
+    scores, annotations, meta = _client_outputs(item, collection, record_type, catalog, processor_hashes, now,
+                                                tombstone=tombstone)
     required = [catalog.value("processor", name) for name in collection.required_processors]
     pending = any(p.source != "client" for name in collection.processors
                   if (p := catalog.value("processor", name)).applies_to(record_type)) and not tombstone
@@ -180,6 +181,9 @@ def _text_and_content(item: dict, content: dict, collection: Collection) -> tupl
     size = len(canonical_json(content).encode("utf-8"))
     if size > memseek_setting("MAX_CONTENT_BYTES"):
         raise fail("content", f"{size} bytes; at most {memseek_setting('MAX_CONTENT_BYTES')}", "content_too_large")
+    problem = first_field_type_error(collection.fields.values(), content)
+    if problem is not None:
+        raise fail(f"content.{problem[0]}", problem[1], "field_type")
     problem = first_schema_error(dict(collection.schema), content)
     if problem is not None:
         inner, message = problem
@@ -194,13 +198,13 @@ def _project(template: str, content: dict) -> str:
         if content.get(name) is None:
             raise fail(f"content.{name}", "text_projection needs this value; send it or send text", "text_required")
         found = content[name]
-        return found if isinstance(found, str) else json.dumps(found, ensure_ascii=False)
+        return found if isinstance(found, str) else json.dumps(found, ensure_ascii=False, separators=(",", ":"))
 
     return PLACEHOLDER.sub(value, template)
 
 
 def _client_outputs(item: dict, collection: Collection, record_type: str, catalog: Catalog,
-                    processor_hashes: dict[str, str], now: datetime) -> tuple[dict, dict, dict]:
+                    processor_hashes: dict[str, str], now: datetime, *, tombstone: bool) -> tuple[dict, dict, dict]:
     client = {name: p for name in collection.processors
               if (p := catalog.value("processor", name)).source == "client" and p.applies_to(record_type)}
     raw_scores = item.get("scores", {})
@@ -236,7 +240,8 @@ def _client_outputs(item: dict, collection: Collection, record_type: str, catalo
                 leaf = leaf.get(part) if isinstance(leaf, dict) else None
             if isinstance(leaf, (int, float)) and not isinstance(leaf, bool):
                 scores[score_name] = leaf
-    for name in collection.required_processors:
+    # A tombstone has no content to score, so it needs no client outputs (and is ready at once).
+    for name in () if tombstone else collection.required_processors:
         if name in client and name not in annotations:
             place = "scores" if client[name].kind == "score" else "annotations"
             raise fail(f"{place}.{name}", f"required client processor {name} must be supplied",

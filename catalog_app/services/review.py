@@ -33,6 +33,7 @@ from memseek_site.errors import ApiError
 
 from ..catalog.runtime import catalog_for_workspace
 from ..models import Record, ReviewAudit, Workspace
+from ..record_sql import current_in_lane_q, lane_of
 from .record_ingest import _LOCK_NAMESPACE, record_ingest_batch
 
 _UNREAD_COLUMNS = ("search_vector", "bm25_tf")
@@ -51,7 +52,7 @@ def draft_approve(*, workspace: Workspace, draft_id: uuid.UUID, actor: str) -> R
     written when it raises.
     """
     draft = _pending_draft(workspace, draft_id, "approved")
-    active = _active_head(workspace, draft)
+    active = _active_head(draft)
     if active is not None and active.seq > draft.seq:
         raise ApiError("promotion_stale", f"The active value of this slot changed after draft {draft.id} was "
                        f"written (now record {active.id}); review the slot again and write a new draft if "
@@ -95,8 +96,7 @@ def is_withdrawal(record: Record) -> bool:
     """Whether ``record`` is a draft tombstone citing a draft of its own slot."""
     if not (record.tombstone and record.status == "draft" and record.key is not None and record.derived_from):
         return False
-    return Record.objects.filter(workspace_id=record.workspace_id, id__in=record.derived_from, entity=record.entity,
-                                 collection=record.collection, key=record.key, status="draft").exists()
+    return Record.objects.filter(lane_of(record), id__in=record.derived_from).exists()
 
 
 def _pending_draft(workspace: Workspace, draft_id: uuid.UUID, verb: str) -> Record:
@@ -116,8 +116,7 @@ def _pending_draft(workspace: Workspace, draft_id: uuid.UUID, verb: str) -> Reco
         raise ApiError("not_a_draft", f"Record {draft.id} withdraws an earlier draft; it is not a proposal and "
                        f"cannot be {verb}.", path="id")
     _lock_entity(workspace, draft.entity)
-    newer = (Record.objects.filter(workspace=workspace, entity=draft.entity, collection=draft.collection,
-                                   key=draft.key, status="draft", seq__gt=draft.seq)
+    newer = (Record.objects.filter(lane_of(draft), seq__gt=draft.seq)
              .order_by("-seq").values_list("id", flat=True).first())
     if newer is not None:
         raise ApiError("promotion_stale", f"Draft {draft.id} is no longer the pending draft of its slot: record "
@@ -135,10 +134,9 @@ def _lock_entity(workspace: Workspace, entity: str) -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, %s))", [entity, workspace.pk])
 
 
-def _active_head(workspace: Workspace, draft: Record) -> Record | None:
-    return (Record.objects.filter(workspace=workspace, entity=draft.entity, collection=draft.collection,
-                                  key=draft.key, status="active")
-            .order_by("-seq").only("id", "seq", "tombstone").first())
+def _active_head(draft: Record) -> Record | None:
+    return (Record.objects.filter(lane_of(draft, status="active"), current_in_lane_q())
+            .only("id", "seq", "tombstone").first())
 
 
 def _client_outputs(workspace: Workspace, draft: Record) -> tuple[dict, dict]:

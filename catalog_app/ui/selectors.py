@@ -15,6 +15,7 @@ from datetime import datetime
 from django.db.models import F, Func, IntegerField
 
 from ..models import Definition, Record, RecordEmbedding, ReviewAudit, Workspace
+from ..record_sql import lane_of
 
 LIST_COLUMNS = ("id", "seq", "entity", "collection", "collection_version", "type", "key", "status", "text",
                 "tombstone", "enriched_at", "occurred_at", "created_at")
@@ -102,7 +103,7 @@ def record_detail(*, workspace: Workspace, record_id: uuid.UUID) -> dict | None:
              .only(*LIST_COLUMNS)} if record.derived_from else {}
     children = list(Record.objects.filter(workspace=workspace, derived_from__contains=[record.id])
                     .only(*LIST_COLUMNS).order_by("-seq")[: CHILDREN_SHOWN + 1])
-    chain, newer_more, older_more = _chain(workspace, record)
+    chain, newer_more, older_more = _chain(record)
     embeddings = list(RecordEmbedding.objects.filter(record=record)
                       .annotate(dimension=Func(F("embedding"), function="vector_dims", output_field=IntegerField()))
                       .order_by("space").values("space", "dimension", "created_at")[:20])
@@ -122,12 +123,11 @@ def record_detail(*, workspace: Workspace, record_id: uuid.UUID) -> dict | None:
     }
 
 
-def _chain(workspace: Workspace, record: Record) -> tuple[list[Record], bool, bool]:
+def _chain(record: Record) -> tuple[list[Record], bool, bool]:
     """The versions of the record's lane around it (two indexed queries on the keyed-lane index)."""
     if record.key is None:
         return [], False, False
-    lane = Record.objects.filter(workspace=workspace, entity=record.entity, collection=record.collection,
-                                 key=record.key, status=record.status).only(*LIST_COLUMNS)
+    lane = Record.objects.filter(lane_of(record)).only(*LIST_COLUMNS)
     newer = list(lane.filter(seq__gt=record.seq).order_by("seq")[: CHAIN_SIDE + 1])
     older = list(lane.filter(seq__lte=record.seq).order_by("-seq")[: CHAIN_SIDE + 2])
     return newer[:CHAIN_SIDE][::-1] + older[: CHAIN_SIDE + 1], len(newer) > CHAIN_SIDE, len(older) > CHAIN_SIDE + 1

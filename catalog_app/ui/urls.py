@@ -1,9 +1,8 @@
-"""Operator console routes of catalog_app, mounted under ``/console/`` (namespace ``console``)."""
+"""Operator console routes of catalog_app. ``memseek_site.urls`` mounts them under ``/console/`` in
+the one ``console`` URL namespace, beside search_app's playground."""
 from django.urls import path
 
 from . import views
-
-app_name = "console"
 
 urlpatterns = [
     path("", views.console_index, name="index"),

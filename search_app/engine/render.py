@@ -5,6 +5,11 @@ Invariants:
 * No rendered row contains a literal ``&``, ``<`` or ``>``: every value interpolated into a row
   (id, collection, type, key, score names, text) passes through ``escape_prompt_text``, so a
   record can neither close nor forge an element. Only the fence itself writes ``<`` and ``>``.
+* One rendered row per record, on one line: the same escaping turns line separators, every
+  other C0/C1 control, U+2028/U+2029 and the bidirectional controls into literal ``\uXXXX``
+  text, so a record can neither start a forged ``[id=...]`` row nor reorder what a reader sees.
+  This deliberately departs from memseek-reference.md A.2, where newlines in text (and the
+  truncation sentinel's own newlines) are kept and a row can span lines.
 * ``render_rows`` never returns text whose cl100k token count exceeds the budget, and the
   ``tokens`` it reports is exactly ``count_tokens(text)``.
 
@@ -38,18 +43,29 @@ from memseek_site.parsing import PUBLIC_NAME
 from .tokens import count_tokens, take_prefix_within_budget
 
 ESCAPES = {"&": "\\u0026", "<": "\\u003c", ">": "\\u003e"}
+# C0 controls (line feed and carriage return included), DEL and C1 controls (U+0085 NEXT LINE
+# included), the line and paragraph separators, the bidirectional embeddings and overrides
+# (U+202A-U+202E) and isolates (U+2066-U+2069).
+CONTROL_CODE_POINTS = (*range(0x00, 0x20), *range(0x7F, 0xA0), 0x2028, 0x2029, *range(0x202A, 0x202F),
+                       *range(0x2066, 0x206A))
 ROW_TEXT_LIMIT = 500
 TRUNCATED_ROW = "[...] truncated"
 RETRACTED_TEXT = "retracted"
 DEFAULT_FENCE_TAG = "records"
 
-_ESCAPE_TABLE = str.maketrans(ESCAPES)
+_ESCAPE_TABLE = str.maketrans({**ESCAPES, **{code: f"\\u{code:04x}" for code in CONTROL_CODE_POINTS}})
 
 
 def escape_prompt_text(text: str) -> str:
-    """Return ``text`` with ``&``, ``<``, ``>`` replaced by the six-character literal texts
-    ``\\u0026``, ``\\u003c``, ``\\u003e`` (a backslash, ``u`` and four hex digits). Nothing else,
-    newlines included, is changed."""
+    """Return ``text`` with ``&``, ``<``, ``>`` and every code point of ``CONTROL_CODE_POINTS``
+    replaced by its six-character literal text ``\\uXXXX`` (a backslash, ``u`` and four lowercase
+    hex digits: ``\\u0026``, ``\\u003c``, ``\\u003e``, ``\\u000a`` for a newline, ``\\u202e``).
+    Nothing else is changed, so text without those characters comes back as it was.
+
+    Escaping newlines departs from memseek-reference.md A.2 ("newlines inside text are not
+    escaped, so a row can span lines"): a row that can span lines lets a record's text start a
+    line that reads as another record's row, which the fence exists to prevent.
+    """
     return text.translate(_ESCAPE_TABLE)
 
 
@@ -110,13 +126,14 @@ class RenderRow:
 
 
 def render_row(row: RenderRow) -> str:
-    """Return one compact row (which may span lines, since text newlines are kept):
+    """Return one compact row, always a single line (every value is escaped, newlines included):
 
     ``[id=<id>] <time> | <collection>/<type>[ | key <key>][ | <name> <value> ...] | <text>``
 
     The key segment appears when ``key`` is not None; the scores segment when there are display
     scores, values in Python ``g`` format separated by single spaces. The text is
-    ``truncate_middle(text, 500)`` and then escaped; a tombstone shows ``retracted`` instead.
+    ``truncate_middle(text, 500)`` and then escaped, so the truncation sentinel's newlines read
+    ``\\u000a`` like the text's own; a tombstone shows ``retracted`` instead.
     """
     segments = [f"[id={escape_prompt_text(row.id)}] {format_row_time(row.occurred_at)}",
                 f"{escape_prompt_text(row.collection)}/{escape_prompt_text(row.type)}"]

@@ -20,7 +20,8 @@ from catalog_app.llm import ProviderError
 from memseek_site.conf import memseek_setting
 from memseek_site.parallel import run_all
 
-from . import pg_backend
+from ..backends import backend_for
+from .candidates import CanonicalRow, QueryContext
 from .fusion import apply_boost, order_fused, rrf_fuse
 from .rank_evaluate import Signals, evaluate_rank
 from .rank_expression import rank_signals
@@ -38,7 +39,7 @@ SCORED_RANKING = {"scored": True, "score_semantics": "query_relative", "score_ra
 
 @dataclass(frozen=True, slots=True)
 class RankedRow:
-    row: pg_backend.CanonicalRow
+    row: CanonicalRow
     value: float | None  # None in structured mode
 
     @property
@@ -65,7 +66,7 @@ class SourceRun:
 
 @dataclass(frozen=True, slots=True)
 class Hit:
-    row: pg_backend.CanonicalRow
+    row: CanonicalRow
     rank_score: float | None
     score: float | None
     source_ranks: dict | None
@@ -116,15 +117,15 @@ def run_search(*, workspace, spec: SearchSpec, catalog: Catalog, view: bool = Fa
     return SearchOutcome(spec, hits, ranking, runs, tuple(sorted({run.resolved.profile for run in runs})), diagnostics)
 
 
-def _context(workspace, spec: SearchSpec, catalog: Catalog, resolved) -> pg_backend.QueryContext:
+def _context(workspace, spec: SearchSpec, catalog: Catalog, resolved) -> QueryContext:
     embedding = catalog.value("models", "models").embedding
     vector = None
     if any(source.source.mode in ("vector", "hybrid") for source in resolved):
         try:
-            vector = embed_query(embedding, spec.q)
+            vector = embed_query(embedding, spec.q, workspace_id=workspace.pk)
         except ProviderError as error:
             raise error.prefixed("The query could not be embedded", code="embedding_unavailable") from None
-    return pg_backend.QueryContext(workspace.pk, spec.q, vector, embedding.space, embedding.dimensions)
+    return QueryContext(workspace.pk, spec.q, vector, embedding.space, embedding.dimensions)
 
 
 def _run_sources(resolved, run_one) -> tuple[SourceRun, ...]:
@@ -136,10 +137,11 @@ def _run_source(spec: SearchSpec, resolved: ResolvedSource, context, now: dateti
     # Text and content are read only for the rows kept, unless the recheck, the structured
     # order or the rerank prompt reads them for every survivor.
     bodies = bool(resolved.source.where) or resolved.source.mode == "structured" or spec.rerank is not None
-    early_reload = partial(pg_backend.reload_by_id, resolved, context, reads=reads, bodies=bodies)
-    ids, bm25, reloaded = pg_backend.candidate_ids(resolved, context, bm25="bm25" in reads, early_reload=early_reload)
-    survivors = [row for row in pg_backend.reload_rows(resolved, context, ids, bm25, reads=reads, bodies=bodies,
-                                                       reloaded=reloaded)
+    backend = backend_for(resolved.backend)
+    early_reload = partial(backend.reload_by_id, resolved, context, reads=reads, bodies=bodies)
+    ids, bm25, reloaded = backend.candidate_ids(resolved, context, bm25="bm25" in reads, early_reload=early_reload)
+    survivors = [row for row in backend.reload_rows(resolved, context, ids, bm25, reads=reads, bodies=bodies,
+                                                    reloaded=reloaded)
                  if passes_filters(row, resolved)]
     judged = 0
     if resolved.source.mode == "structured":
@@ -164,7 +166,7 @@ def _run_source(spec: SearchSpec, resolved: ResolvedSource, context, now: dateti
         keep = min(100, max(resolved.source.k, resolved.source.candidate_cap()))
     cut = ranked[:keep]
     if not bodies:
-        cut = [RankedRow(row, r.value) for r, row in zip(cut, pg_backend.with_bodies([r.row for r in cut]))]
+        cut = [RankedRow(row, r.value) for r, row in zip(cut, backend.with_bodies([r.row for r in cut]))]
     return SourceRun(resolved, len(ids), tuple(ranked), tuple(cut), judged)
 
 
@@ -172,7 +174,7 @@ def _run_source(spec: SearchSpec, resolved: ResolvedSource, context, now: dateti
 class _Pooled:
     """A record in the final pool: its value (None when structured) and source positions."""
 
-    row: pg_backend.CanonicalRow
+    row: CanonicalRow
     value: float | None
     source_ranks: dict | None
 

@@ -15,9 +15,10 @@ from django.db import connection
 
 from catalog_app.catalog.collections import Collection
 from catalog_app.catalog.registry import Catalog
+from catalog_app.record_sql import RECORD, current_in_lane, live, superseded
 
 from ..engine.resolve import FieldAccess, field_paths
-from ..engine.sql_scope import RECORD, value_expression
+from ..backends.pg_scope import value_expression
 from .walk import Link, Step, steps_from
 
 ROLES = ("subject", "object", "predicate")
@@ -31,11 +32,9 @@ class LinkRecord:
 
 
 def _live(alias: str = "r") -> str:
-    return (f"{alias}.workspace_id = %s AND {alias}.enriched_at IS NOT NULL AND NOT {alias}.tombstone "
-            f"AND {alias}.status = 'active' AND ({alias}.key IS NULL OR NOT EXISTS (SELECT 1 FROM {RECORD} newer "
-            f"WHERE newer.workspace_id = {alias}.workspace_id AND newer.entity = {alias}.entity "
-            f"AND newer.collection = {alias}.collection AND newer.key = {alias}.key "
-            f"AND newer.status = {alias}.status AND newer.seq > {alias}.seq))")
+    """SQL: a live, active, current row of the workspace (one parameter: the workspace)."""
+    return (f"{alias}.workspace_id = %s AND {live(alias)} AND {alias}.status = 'active' "
+            f"AND {current_in_lane(alias).sql}")
 
 
 class LinkStore:
@@ -88,10 +87,7 @@ class LinkStore:
         subject, obj = self._role("subject"), self._role("object")
         sql = (f"SELECT r.entity, {subject}, {obj} FROM {RECORD} r WHERE {_live()} AND r.collection = %s "
                f"AND NOT EXISTS (SELECT 1 FROM {RECORD} source WHERE source.id = ANY(r.derived_from) "
-               f"AND source.key IS NOT NULL AND EXISTS (SELECT 1 FROM {RECORD} newer "
-               f"WHERE newer.workspace_id = source.workspace_id AND newer.entity = source.entity "
-               f"AND newer.collection = source.collection AND newer.key = source.key "
-               f"AND newer.status = source.status AND newer.seq > source.seq))")
+               f"AND {superseded('source').sql})")
         with connection.cursor() as cursor:
             cursor.execute(sql, [self.workspace_id, self.edges])
             return {(row[0], name) for row in cursor.fetchall() for name in row[1:] if name is not None}

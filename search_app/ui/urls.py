@@ -1,10 +1,9 @@
-"""Operator console routes of search_app, mounted under ``/console/`` (namespace ``playground``)."""
+"""Operator console routes of search_app. ``memseek_site.urls`` mounts them under ``/console/`` in
+the one ``console`` URL namespace, beside catalog_app's."""
 from django.urls import path
 
 from . import views
 
-app_name = "playground"
-
 urlpatterns = [
-    path("<str:workspace>/playground", views.playground, name="run"),
+    path("<str:workspace>/playground", views.playground, name="playground"),
 ]

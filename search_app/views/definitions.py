@@ -125,7 +125,10 @@ def _graph_body(doc: dict, path: str, kind: str, parameters, catalog: Catalog) -
                          checks.at(path, "parameters"), code=code)
     graph_path = checks.at(path, "graph")
     allowed = {"edges", *GRAPH_ROLES} | ({"nodes"} if kind == "graph_orphans" else set())
-    mapping = checks.mapping(doc.get("graph"), graph_path, allowed=allowed, required=allowed, code=code)
+    required = allowed - set(GRAPH_ROLES)
+    mapping = checks.mapping(doc.get("graph"), graph_path, allowed=allowed, required=required, code=code)
+    # A role left out reads the field of its own name (reference: graph.subject defaults to subject).
+    mapping = {**{role: role for role in GRAPH_ROLES}, **mapping}
     edges = catalog.value("collection", mapping["edges"]) if isinstance(mapping["edges"], str) else None
     if edges is None:
         raise CatalogError("graph_edge_collection", f"no active collection {mapping['edges']!r}", checks.at(graph_path,

@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, replace
-from datetime import datetime
 
 from catalog_app.catalog.checks import FIELD_NAME, at
 from catalog_app.catalog.errors import CatalogError
@@ -35,11 +34,18 @@ _APPLIES_TO = {
     "item_enum": ("string_array",),
 }
 _KEYS = ("type", "required", "default", "description", "enum", *_APPLIES_TO)
-# RFC 3339 date-time, exactly what jsonschema's ``date-time`` format accepts (T and Z in either
-# case, seconds required, a Z or ±HH:MM offset required); the calendar is checked by datetime.
-_LOCAL_TIME = r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?"
-_RFC3339 = re.compile(_LOCAL_TIME + r"(?:[Zz]|[+-]\d{2}:\d{2})", re.ASCII)
-_NAIVE = re.compile(_LOCAL_TIME, re.ASCII)
+# RFC 3339 date-time (T and Z in either case, seconds required, a Z or ±HH:MM offset required) on
+# a real calendar day, as one ``pattern``: a stock JSON Schema validator enforces it without the
+# optional format packages, and the binder matches the same expression, so the two agree exactly.
+# ``[0-9]``, not ``\d`` (jsonschema matches with Unicode ``re``); the lookahead is end of string in
+# both Python and ECMA-262, where ``$`` would also match before a trailing newline.
+_LEAP_YEAR = r"(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)"
+_DAY = (r"(?!0000)(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+        r"|02-(?:0[1-9]|1[0-9]|2[0-8]))|" + _LEAP_YEAR + r"-02-29)")
+_CLOCK = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]+)?"
+RFC3339_PATTERN = "^" + _DAY + "[Tt]" + _CLOCK + r"(?:[Zz]|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9])(?![\s\S])"
+_RFC3339 = re.compile(RFC3339_PATTERN, re.ASCII)
+_NAIVE = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d+)?", re.ASCII)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,13 +149,8 @@ def _check_datetime(value) -> None:
         raise _Invalid(f"expected an RFC 3339 timestamp string such as 2026-07-17T09:00:00Z, got {type_name(value)}")
     if _NAIVE.fullmatch(value):
         raise _Invalid(f"{value!r} has no timezone; add Z or an offset such as +00:00")
-    if _RFC3339.fullmatch(value):
-        try:
-            datetime.fromisoformat(value[:-1] + "+00:00" if value[-1] in "Zz" else value)
-            return
-        except ValueError:
-            pass
-    raise _Invalid(f"{value!r} is not an RFC 3339 timestamp such as 2026-07-17T09:00:00Z")
+    if not _RFC3339.fullmatch(value):
+        raise _Invalid(f"{value!r} is not an RFC 3339 timestamp such as 2026-07-17T09:00:00Z")
 
 
 # ---------------------------------------------------------------- load time
@@ -290,7 +291,7 @@ def _property_schema(param: Parameter) -> dict:
             items["enum"] = list(param.item_enum)
         schema = {"type": "array", "items": items}
     elif param.type == "datetime":
-        schema = {"type": "string", "format": "date-time"}
+        schema = {"type": "string", "format": "date-time", "pattern": RFC3339_PATTERN}
     else:
         schema = {"type": param.type}
     for key, keyword in (("minimum", "minimum"), ("maximum", "maximum"), ("min_length", "minLength"),
@@ -359,7 +360,9 @@ GRAPH_PARAMETERS: tuple[Parameter, ...] = (
 ORPHAN_PARAMETERS: tuple[Parameter, ...] = (
     Parameter("limit", "integer", default=50, minimum=1, maximum=500),
 )
-_AUTHOR_MAY_NOT_SET = ("min_length", "max_length", "min_items")
+_AUTHOR_MAY_NOT_SET = ("min_items",)
+# (lower, upper) bound pairs an author may narrow but never widen.
+_NARROWABLE_BOUNDS = (("minimum", "maximum"), ("min_length", "max_length"))
 
 
 def check_fixed_contract(parameters: tuple[Parameter, ...], fixed: tuple[Parameter, ...], path: str,
@@ -367,10 +370,11 @@ def check_fixed_contract(parameters: tuple[Parameter, ...], fixed: tuple[Paramet
     """Check declared ``parameters`` against a fixed contract and return the effective ones.
 
     The names, types, required-ness and defaults must equal ``fixed``'s exactly. Authors may
-    add ``description``, ``enum``/``item_enum``, ``minimum``/``maximum`` and ``max_items``, but
-    only to narrow: bounds stay inside the fixed range and an enum inside the fixed enum. The
-    returned parameters (declaration order) carry the author's narrowing plus every fixed
-    bound or enum the author left out, so the schema and binder state the hard limits too.
+    add ``description``, ``enum``/``item_enum``, ``minimum``/``maximum``,
+    ``min_length``/``max_length`` and ``max_items``, but only to narrow: bounds stay inside the
+    fixed range and an enum inside the fixed enum. The returned parameters (declaration order)
+    carry the author's narrowing plus every fixed bound or enum the author left out, so the
+    schema and binder state the hard limits too.
     Raises ``CatalogError(path.<name>[.<key>], code, ...)``; pass ``graph_orphans_view`` for
     orphan views.
     """
@@ -395,20 +399,21 @@ def _narrowed(param: Parameter, want: Parameter, path: str, code: str) -> Parame
     for key in _AUTHOR_MAY_NOT_SET:
         if getattr(param, key) is not None:
             raise CatalogError(code, "may not be set here; authors may add only description, enum, "
-                                     "item_enum, minimum, maximum and max_items", at(path, key))
-    if want.minimum is not None and param.minimum is not None and param.minimum < want.minimum:
-        raise CatalogError(code, f"must be at least {want.minimum}, the fixed lower bound", at(path, "minimum"))
-    if want.maximum is not None and param.maximum is not None and param.maximum > want.maximum:
-        raise CatalogError(code, f"must be at most {want.maximum}, the fixed upper bound", at(path, "maximum"))
-    merged = replace(
-        param,
-        minimum=want.minimum if param.minimum is None else param.minimum,
-        maximum=want.maximum if param.maximum is None else param.maximum,
-        min_length=want.min_length, max_length=want.max_length, min_items=want.min_items,
-        enum=want.enum if param.enum is None else param.enum,
-    )
-    if merged.minimum is not None and merged.maximum is not None and merged.minimum > merged.maximum:
-        raise CatalogError(code, f"minimum {merged.minimum} exceeds the maximum {merged.maximum}", at(path, "minimum"))
+                                     "item_enum, minimum, maximum, min_length, max_length and max_items",
+                               at(path, key))
+    merged = replace(param, min_items=want.min_items, enum=want.enum if param.enum is None else param.enum)
+    for low, high in _NARROWABLE_BOUNDS:
+        floor, ceiling = getattr(want, low), getattr(want, high)
+        lower = floor if getattr(param, low) is None else getattr(param, low)
+        upper = ceiling if getattr(param, high) is None else getattr(param, high)
+        for key, value in ((low, lower), (high, upper)):
+            if floor is not None and value is not None and value < floor:
+                raise CatalogError(code, f"must be at least {floor}, the fixed lower bound", at(path, key))
+            if ceiling is not None and value is not None and value > ceiling:
+                raise CatalogError(code, f"must be at most {ceiling}, the fixed upper bound", at(path, key))
+        if lower is not None and upper is not None and lower > upper:
+            raise CatalogError(code, f"{low} {lower} exceeds the {high} {upper}", at(path, low))
+        merged = replace(merged, **{low: lower, high: upper})
     for index, entry in enumerate(param.enum or ()):
         try:
             _coerce(replace(merged, enum=want.enum), entry)

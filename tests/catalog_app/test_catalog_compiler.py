@@ -92,6 +92,8 @@ MODELS_BODY = {
     "defaults": {"derivation": "cheap", "fold": "cheap"},
 }
 
+REMOTE_EMBEDDING = {"provider": "llm", "model": "embed", "dimensions": 8, "space": "llm-v1"}
+
 CLIENT_SCORE = {"name": "probe", "kind": "score", "source": "client", "input": {"collections": ["notes"]},
                 "scale": [1, 10]}
 CONSTANT_SCORE = {"name": "probe", "kind": "score", "source": "constant", "input": {"collections": ["notes"]},
@@ -535,6 +537,12 @@ BROKEN_CATALOGS = [
         (MODELS, "embedding.model", "provider")),
     row("models-embedding-bad-space", models({"embedding.space": "MiniLM"}), (MODELS, "embedding.space", "schema")),
     row("models-embedding-batch-above-256", models({"embedding.batch": 257}), (MODELS, "embedding.batch", "schema")),
+    *(row(f"models-embedding-params-override-{key}", models({"embedding": {**REMOTE_EMBEDDING, "params": {key: 1}}}),
+          (MODELS, f"embedding.params.{key}", "schema")) for key in ("model", "input", "dimensions", "encoding_format")),
+    row("models-embedding-params-not-a-mapping", models({"embedding": {**REMOTE_EMBEDDING, "params": ["x"]}}),
+        (MODELS, "embedding.params", "schema")),
+    row("models-embedding-params-on-the-bundled-model", models({"embedding.params": {"input_type": "document"}}),
+        (MODELS, "embedding.params", "provider")),
     row("models-default-undeclared-alias", models({"defaults.fold": "strong"}), (MODELS, "defaults.fold", "reference")),
     row("models-default-not-a-name", models({"defaults.fold": ["cheap"]}), (MODELS, "defaults.fold", "schema")),
     row("models-default-unknown-key", models({"defaults.answer": "cheap"}), (MODELS, "defaults.answer", "schema")),
@@ -597,6 +605,8 @@ def test_every_static_broken_catalog_is_in_the_table():
                  id="remote-embedding-8-dimensions"),
     pytest.param([models({"aliases.cheap.params.temperature": 2, "aliases.cheap.context_tokens": 4096})],
                  id="model-limits-inclusive"),
+    pytest.param([models({"embedding": {**REMOTE_EMBEDDING, "params": {"input_type": "document", "truncate": "END"}}})],
+                 id="remote-embedding-provider-params"),
 ])
 def test_valid_catalog_compiles(tmp_path, edits):
     compiled = compile_catalog(example_with(tmp_path, *edits), Catalog())

@@ -1,14 +1,21 @@
 """Embedding texts: the bundled MiniLM model, and the OpenAI-compatible HTTP adapter against a
 real loopback server."""
 import math
+import shutil
 import socket
+from dataclasses import replace
+from types import MappingProxyType
 
 import pytest
+import yaml
 
 from catalog_app import embedding
+from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.catalog.models_conf import EmbeddingConfig, Provider
 from catalog_app.embedding import EmbeddingUnavailable, embed_query, embed_texts, embedding_batch_size, local_model
 from catalog_app.text import TRUNCATION_SENTINEL
+from catalog_app.services.catalog_load import catalog_load
+from tests.conftest import EXAMPLE_CATALOG
 from tests.openai_server import ScriptedOpenAIServer
 
 LOCAL = EmbeddingConfig(Provider("local", "sentence_transformers", None, None, "none", "max_tokens"),
@@ -57,7 +64,7 @@ def test_local_model_places_related_sentences_closer_than_unrelated_ones():
 @pytest.mark.model
 def test_query_vector_equals_the_stored_vector_of_the_same_text():
     text = "Where is my parcel?"
-    query = embed_query(LOCAL, text)
+    query = embed_query(LOCAL, text, workspace_id=1)
     (stored,) = embed_texts(LOCAL, [text])
     assert cosine(query, stored) == pytest.approx(1.0, abs=1e-5)
 
@@ -92,8 +99,8 @@ def test_http_provider_is_called_in_batches_of_at_most_64(server):
 
 def test_http_vectors_keep_input_order(server):
     first, second = embed_texts(http_config(server.base_url), ["alpha", "beta"])
-    assert first == pytest.approx(embed_query(http_config(server.base_url), "alpha"))
-    assert second == pytest.approx(embed_query(http_config(server.base_url), "beta"))
+    assert first == pytest.approx(embed_query(http_config(server.base_url), "alpha", workspace_id=1))
+    assert second == pytest.approx(embed_query(http_config(server.base_url), "beta", workspace_id=1))
     assert first != pytest.approx(second)
 
 
@@ -101,6 +108,32 @@ def test_http_provider_sends_the_bearer_key(server, monkeypatch):
     monkeypatch.setenv("EMBED_KEY", "sk-embed")
     embed_texts(http_config(server.base_url, api_key_env="EMBED_KEY"), ["x"])
     assert server.requests[0].headers["Authorization"] == "Bearer sk-embed"
+
+
+def test_embedding_params_from_models_yaml_reach_the_provider(server, workspace, tmp_path):
+    directory = tmp_path / "catalog"
+    shutil.copytree(EXAMPLE_CATALOG, directory)
+    (directory / "conf" / "models.yaml").write_text(yaml.safe_dump({
+        "providers": {"remote": {"adapter": "openai_compat", "base_url": server.base_url}},
+        "embedding": {"provider": "remote", "model": "text-embedding-test", "dimensions": 384, "space": "remote-v1",
+                      "params": {"input_type": "document", "truncate": {"side": "end"}}}}))
+    catalog_load(workspace=workspace, directory=directory)
+    config = catalog_for_workspace(workspace).value("models", "models").embedding
+    embed_texts(config, ["first", "second"])
+    embed_query(config, "a query", workspace_id=workspace.pk)
+    assert [request.body for request in server.requests] == [
+        {"model": "text-embedding-test", "input": ["first", "second"], "input_type": "document",
+         "truncate": {"side": "end"}},
+        {"model": "text-embedding-test", "input": ["a query"], "input_type": "document", "truncate": {"side": "end"}},
+    ]
+
+
+def test_the_query_cache_tells_embedding_params_apart(server):
+    plain = http_config(server.base_url)
+    document = replace(plain, params=MappingProxyType({"input_type": "document"}))
+    embed_query(plain, "same text", workspace_id=1)
+    embed_query(document, "same text", workspace_id=1)
+    assert [request.body.get("input_type") for request in server.requests] == [None, "document"]
 
 
 def test_texts_are_middle_truncated_to_max_text_chars(server):
@@ -148,9 +181,9 @@ def test_calls_group_texts_by_length_but_vectors_keep_input_order():
 
 def test_a_repeated_query_text_is_embedded_once(server):
     config = http_config(server.base_url)
-    first = embed_query(config, "where is my parcel")
-    again = embed_query(config, "where is my parcel")
-    embed_query(config, "a different question")
+    first = embed_query(config, "where is my parcel", workspace_id=1)
+    again = embed_query(config, "where is my parcel", workspace_id=1)
+    embed_query(config, "a different question", workspace_id=1)
     assert again == first
     assert [request.body["input"] for request in server.requests] == [["where is my parcel"],
                                                                       ["a different question"]]
@@ -160,23 +193,33 @@ def test_the_query_cache_keeps_only_the_newest_vectors(server, settings):
     settings.MEMSEEK = {"QUERY_EMBEDDING_CACHE": 2}
     config = http_config(server.base_url)
     for text in ("one", "two", "three", "one"):
-        embed_query(config, text)
+        embed_query(config, text, workspace_id=1)
     assert [request.body["input"] for request in server.requests] == [["one"], ["two"], ["three"], ["one"]]
 
 
 def test_the_query_cache_is_per_embedding_space(server):
-    embed_query(http_config(server.base_url), "same words")
+    embed_query(http_config(server.base_url), "same words", workspace_id=1)
     other_space = EmbeddingConfig(http_config(server.base_url).provider, "text-embedding-test", 384, "remote-v2",
                                   256, 16000)
-    embed_query(other_space, "same words")
+    embed_query(other_space, "same words", workspace_id=1)
     assert len(server.requests) == 2
+
+
+def test_the_query_cache_is_per_workspace(server):
+    config = http_config(server.base_url)
+    embed_query(config, "what did workspace one ask", workspace_id=1)
+    embed_query(config, "what did workspace one ask", workspace_id=2)
+    embed_query(config, "what did workspace one ask", workspace_id=1)
+    embed_query(config, "what did workspace one ask", workspace_id=2)
+    # One provider call per workspace: the second workspace never gets the first one's hit.
+    assert [request.body["input"] for request in server.requests] == [["what did workspace one ask"]] * 2
 
 
 def test_a_query_cache_of_zero_embeds_every_time(server, settings):
     settings.MEMSEEK = {"QUERY_EMBEDDING_CACHE": 0}
     config = http_config(server.base_url)
-    embed_query(config, "again")
-    embed_query(config, "again")
+    embed_query(config, "again", workspace_id=1)
+    embed_query(config, "again", workspace_id=1)
     assert len(server.requests) == 2
 
 

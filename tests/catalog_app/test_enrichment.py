@@ -94,7 +94,8 @@ def test_vectors_are_searchable_by_cosine_distance_in_sql(catalog):
     records_enrich(record_ids=[record.id for record in records])
     from catalog_app.embedding import embed_query
 
-    query = embed_query(catalog_for_workspace(catalog).value("models", "models").embedding, "sales went up")
+    query = embed_query(catalog_for_workspace(catalog).value("models", "models").embedding, "sales went up",
+                        workspace_id=catalog.pk)
     with connection.cursor() as cursor:
         cursor.execute("SELECT record_id FROM catalog_app_recordembedding WHERE space = %s "
                        "ORDER BY embedding::vector(384) <=> %s::vector(384) LIMIT 1", [SPACE, str(query)])
@@ -357,6 +358,19 @@ def test_recovery_task_re_enqueues_only_records_pending_long_enough(llm_catalog,
     old.refresh_from_db()
     fresh.refresh_from_db()
     assert old.ready and not fresh.ready
+
+
+def test_recovery_task_re_enqueues_only_the_records_inserted_in_its_window(llm_catalog, server):
+    server.chat_default = lambda body: ({"score": 4} if body["response_format"]["json_schema"]["name"] == "importance"
+                                        else {"label": "other", "urgency": 2})
+    before = pending_record(llm_catalog, collection="notes", text="Scanned by an earlier window.", age_s=300)
+    inside = pending_record(llm_catalog, collection="notes", text="Turned old since the last window.", age_s=100)
+    after = pending_record(llm_catalog, collection="notes", text="Not old enough yet.", age_s=10)
+    now = timezone.now()
+    window = {"created_after": (now - timedelta(seconds=200)).isoformat(),
+              "created_until": (now - timedelta(seconds=50)).isoformat()}
+    assert recover_pending_records.delay(**window).get() == 1
+    assert [Record.objects.get(id=record.id).ready for record in (before, inside, after)] == [False, True, False]
 
 
 def test_enrich_pending_command_enriches_in_process(llm_catalog, server, capsys):

@@ -63,6 +63,7 @@ def test_record_get_returns_every_field_but_the_vector(api, catalog):
         "scores": {"importance": 7.0},
         "annotations": {"importance": {"value": 7.0}},
         "annotation_meta": {},
+        "enrichment_meta": {},
         "enrichment_error": None,
         "ready": True,
         "enriched_at": iso(record.enriched_at),
@@ -82,6 +83,22 @@ def test_record_get_of_an_unready_record_without_a_vector(api, catalog):
     body = api.get(f"/records/{record.id}").json()
     assert (body["ready"], body["enriched_at"], body["embedding_space"]) == (False, None, None)
     assert body["enrichment_error"] == {"embedding_v1": "provider down"}
+
+
+def test_record_get_reports_the_enrichment_meta_of_the_processors_the_worker_ran(api, catalog):
+    # An outcome's only processors are client ones: nothing for the worker, so no enrichment meta.
+    written = api.post("/records", {"records": [{"entity": "e", "collection": "outcomes", "type": "outcome",
+                                                 "text": "won", "scores": {"confidence": 0.5}}]}, format="json")
+    body = api.get(f"/records/{written.json()['inserted'][0]['id']}").json()
+    assert set(body["annotation_meta"]) == {"confidence"}
+    assert body["enrichment_meta"] == {}
+    record = record_make(catalog, ready=False)
+    audit = {"config_hash": "c" * 64, "output_hash": None, "source": "embedding"}
+    Record.objects.filter(pk=record.pk).update(annotation_meta={"embedding_v1": {
+        **audit, "completed_at": WHEN_ISO, "status": "failed", "space": "minilm-l6-v2"}})
+    body = api.get(f"/records/{record.id}").json()
+    assert body["enrichment_meta"] == {"embedding_v1": {"completed_at": WHEN_ISO, "status": "failed",
+                                                        "space": "minilm-l6-v2"}}
 
 
 def test_record_get_does_not_touch_when_touch_on_read_is_off(api, catalog, settings):

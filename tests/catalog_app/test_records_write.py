@@ -71,11 +71,16 @@ INVALID_BATCHES = [
     ("schema: enum", {"records": [ticket(content={"channel": "fax"})]}, 422, "content_schema",
      "records[0].content.channel"),
     ("schema: required property", {"records": [ticket(content={})]}, 422, "content_schema", "records[0].content"),
-    ("schema: date-time without timezone", {"records": [ticket(content={"channel": "email",
-                                                                         "opened_at": "2026-01-01T10:00:00"})]},
-     422, "content_schema", "records[0].content.opened_at"),
-    ("schema: integer type", {"records": [ticket(content={"channel": "email", "priority": "high"})]}, 422,
-     "content_schema", "records[0].content.priority"),
+    ("schema: date-time without timezone", {"records": [{"entity": "e", "collection": "profiles", "type": "fact",
+                                                         "key": "k", "content": {"title": "T",
+                                                                                 "starts_at": "2026-01-01T10:00"}}]},
+     422, "content_schema", "records[0].content.starts_at"),
+    ("declared date-time field without timezone",
+     {"records": [ticket(content={"channel": "email", "opened_at": "2026-01-01T10:00:00"})]}, 422, "field_type",
+     "records[0].content.opened_at"),
+    ("declared integer field of the wrong type",
+     {"records": [ticket(content={"channel": "email", "priority": "high"})]}, 422, "field_type",
+     "records[0].content.priority"),
     ("occurred_at without timezone", {"records": [event(occurred_at="2026-01-01T10:00:00")]}, 422,
      "request_schema", "records[0].occurred_at"),
     ("occurred_at not a timestamp", {"records": [event(occurred_at="yesterday")]}, 422, "request_schema",
@@ -122,6 +127,16 @@ INVALID_BATCHES = [
      "records[0].scores.confidence"),
     ("error in a later item names it", {"records": [OK_EVENT, event(entity="*")]}, 422, "entity",
      "records[1].entity"),
+    # Declared fields are checked before the JSON Schema (reference 3.3), so a value of the wrong
+    # type is field_type at its path, while other schema violations stay content_schema.
+    ("array field item of the wrong type", {"records": [event(content={"tags": ["ok", 42]})]}, 422, "field_type",
+     "records[0].content.tags[1]"),
+    ("array field not a list", {"records": [event(content={"tags": "urgent"})]}, 422, "field_type",
+     "records[0].content.tags"),
+    ("datetime field not a timestamp", {"records": [ticket(content={"channel": "email", "opened_at": "tomorrow"})]},
+     422, "field_type", "records[0].content.opened_at"),
+    ("declared field outside its schema bounds", {"records": [ticket(content={"channel": "email", "priority": 9})]},
+     422, "content_schema", "records[0].content.priority"),
 ]
 
 
@@ -323,3 +338,12 @@ def test_drafts_are_accepted_in_their_own_lane(api, catalog):
 def test_pinned_collection_version_is_written(api, catalog):
     response = post(api, event(collection_version=1))
     assert Record.objects.get(pk=response.json()["inserted"][0]["id"]).collection_version == 1
+
+
+def test_parents_are_stored_sorted(api, catalog):
+    parents = [post(api, event(text=f"parent {n}")).json()["inserted"][0]["id"] for n in range(4)]
+    given = sorted(parents, reverse=True)
+    child = post(api, event(text="child", derived_from=given)).json()["inserted"][0]["id"]
+    assert Record.objects.get(pk=child).derived_from == sorted(uuid.UUID(parent) for parent in parents)
+    assert api.get(f"/records/{child}").json()["derived_from"] == sorted(parents)
+

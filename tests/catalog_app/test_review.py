@@ -59,7 +59,7 @@ def test_approve_writes_the_active_successor_and_leaves_the_draft(catalog):
     assert record.content == {"speaker": "maria", "tags": ["exec"], "text": "Maria is the CEO."}
     assert record.scores == {"importance": 7.0}
     assert record.occurred_at == proposal.occurred_at
-    assert record.derived_from == [proposal.id, current.id]
+    assert record.derived_from == sorted([proposal.id, current.id])  # stored sorted, as the reference does
     assert record.seq > proposal.seq
     # The active head it replaces keeps its depth (continuity); the draft, another lane, adds one.
     assert record.depth == 1
@@ -96,7 +96,7 @@ def test_approving_a_retraction_proposal_writes_an_active_tombstone(catalog):
     record = draft_approve(workspace=catalog, draft_id=proposal.id, actor="alice")
 
     assert (record.status, record.tombstone, record.key, record.text) == ("active", True, "role", "")
-    assert record.derived_from == [proposal.id, current.id]
+    assert record.derived_from == sorted([proposal.id, current.id])  # stored sorted, as the reference does
     document = document_get(workspace=catalog, entity=MARIA, collections=None, status="active")
     assert document["beliefs"] == []
     assert [r["id"] for r in document["retractions"]] == [str(record.id)]
@@ -233,7 +233,7 @@ def test_approve_route(api, catalog):
     assert body["draft_id"] == str(proposal.id)
     record = body["record"]
     assert record["status"] == "active"
-    assert record["derived_from"] == [str(proposal.id), str(current.id)]
+    assert record["derived_from"] == sorted([str(proposal.id), str(current.id)])
     assert {"id", "seq", "entity", "collection", "collection_version", "key", "type", "text", "content", "tombstone",
             "ready", "depth", "occurred_at", "created_at"} <= set(record)
     assert ReviewAudit.objects.get().actor == "api:acme"

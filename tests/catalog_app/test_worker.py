@@ -18,6 +18,7 @@ import pytest
 import redis
 from celery import Celery
 from django.db import connection
+from django.utils import timezone
 
 from catalog_app.models import Record, RecordEmbedding
 from catalog_app.services.catalog_load import catalog_load
@@ -142,16 +143,22 @@ def chat_server():
 
 
 @pytest.fixture
-def llm_workspace(workspace, chat_server, tmp_path):
-    """The llm_scoring catalog pointed at ``chat_server``, whose first chat call hangs until
-    the test ends and whose later calls score 8."""
+def release_hang():
+    """Set to answer the hung chat call of ``llm_workspace`` (at the latest when the test ends)."""
     release = threading.Event()
-    chat_server.chat.append(Hang(release))
+    yield release
+    release.set()
+
+
+@pytest.fixture
+def llm_workspace(workspace, chat_server, release_hang, tmp_path):
+    """The llm_scoring catalog pointed at ``chat_server``, whose first chat call hangs until
+    ``release_hang`` is set and whose later calls score 8."""
+    chat_server.chat.append(Hang(release_hang))
     chat_server.chat_default = {"score": 8}
     catalog_load(workspace=workspace, directory=llm_catalog_dir(tmp_path, chat_server.base_url))
     workspace.refresh_from_db()
-    yield workspace
-    release.set()
+    return workspace
 
 
 def ready(record_ids) -> bool:
@@ -214,13 +221,103 @@ def test_killed_worker_task_is_redelivered_after_the_visibility_timeout(llm_work
 
 
 @pytest.mark.model
-def test_restarted_worker_recovers_pending_records_on_worker_ready(llm_workspace, workers, producer, chat_server,
-                                                                   broker):
+def test_restarted_worker_recovers_pending_records_as_it_starts(llm_workspace, workers, producer, chat_server,
+                                                                broker):
     record_id = _start_and_kill_mid_enrichment(llm_workspace, workers, producer, chat_server,
                                                CELERY_VISIBILITY_TIMEOUT=3600, PENDING_RECOVERY_AGE_S=3600)
     time.sleep(1.5)  # the record is now older than the restarted worker's recovery age
-    workers.start(CELERY_VISIBILITY_TIMEOUT=3600, PENDING_RECOVERY_AGE_S=1)
-    wait_for(lambda: ready([record_id]), 60, "worker_ready recovery to finish the record", workers.logs)
+    workers.start(CELERY_VISIBILITY_TIMEOUT=3600, PENDING_RECOVERY_AGE_S=1, PENDING_RECOVERY_INTERVAL_S=3600)
+    wait_for(lambda: ready([record_id]), 60, "the start-up recovery to finish the record", workers.logs)
     assert Record.objects.get(id=record_id).scores == {"importance": 8.0}
     # The killed worker's message is still parked unacknowledged: recovery, not redelivery, did it.
     assert broker.hlen("unacked") == 1
+
+
+# Redelivery is an hour away, so only the recovery can finish the records. The age is longer
+# than a worker takes to start, so the restarted worker's first scan finds them too young.
+RECOVERY_AGE_S, RECOVERY_INTERVAL_S = 15, 1
+RECOVERY_ENV = {"CELERY_VISIBILITY_TIMEOUT": 3600, "PENDING_RECOVERY_AGE_S": RECOVERY_AGE_S,
+                "PENDING_RECOVERY_INTERVAL_S": RECOVERY_INTERVAL_S}
+# Beyond the age and one interval: the worker's start, the model load and one task's claim.
+RECOVERY_SLACK_S = 45
+
+
+def memos(workspace, count: int) -> list[str]:
+    return [str(pending_record(workspace, collection="memos", text=f"Memo {n}: the renewal is due next week.").id)
+            for n in range(count)]
+
+
+def start_with_model(workers, **env) -> subprocess.Popen:
+    """Start a worker and wait until its pool process has loaded the model, so that its first
+    task reaches the model provider at once."""
+    process = workers.start(**env)
+    log = workers.logs[-1]
+    wait_for(lambda: "loaded the bundled embedding model" in log.read_text(), 120, "the model to load", [log])
+    return process
+
+
+def wait_for_recovery(ids, logs) -> None:
+    """Wait until every record of ``ids`` is ready, at most until the oldest is as old as the
+    recovery age, one interval and the slack."""
+    oldest = min(Record.objects.filter(id__in=ids).values_list("created_at", flat=True))
+    budget = RECOVERY_AGE_S + RECOVERY_INTERVAL_S + RECOVERY_SLACK_S - (timezone.now() - oldest).total_seconds()
+    wait_for(lambda: ready(ids), budget, f"the recovery to finish {len(ids)} record(s)", logs)
+
+
+def scored_importance(ids) -> list:
+    return list(Record.objects.filter(id__in=ids).values_list("scores", flat=True))
+
+
+@pytest.mark.model
+def test_restarted_worker_finishes_the_records_its_killed_predecessor_held(llm_workspace, workers, producer,
+                                                                           chat_server, broker):
+    first = start_with_model(workers, **RECOVERY_ENV)
+    ids = memos(llm_workspace, 20)
+    producer.send_task(TASK, args=[ids])
+    assert chat_server.hang_started.wait(60), "the worker never called the model"
+    workers.kill(first)
+    assert Record.objects.filter(id__in=ids, enriched_at__isnull=True).count() == 20
+    time.sleep(2)
+    workers.start(**RECOVERY_ENV)
+    oldest = min(Record.objects.filter(id__in=ids).values_list("created_at", flat=True))
+    assert (timezone.now() - oldest).total_seconds() < RECOVERY_AGE_S  # too young for the start-up scan
+    wait_for_recovery(ids, workers.logs)
+    assert scored_importance(ids) == [{"importance": 8.0}] * len(ids)
+    assert broker.hlen("unacked") >= 1  # the killed worker's message is still parked: recovery did it
+
+
+@pytest.mark.model
+def test_records_whose_messages_the_broker_lost_are_finished(llm_workspace, release_hang, workers, producer,
+                                                             chat_server, broker):
+    start_with_model(workers, **RECOVERY_ENV)
+    busy = memos(llm_workspace, 1)
+    producer.send_task(TASK, args=[busy])
+    assert chat_server.hang_started.wait(60), "the worker never called the model"
+    ids = memos(llm_workspace, 10)
+    producer.send_task(TASK, args=[ids])
+    assert broker.llen("celery") >= 1  # queued behind the busy pool process
+    broker.flushdb()  # what a restart does to a Redis that keeps nothing on disk
+    release_hang.set()
+    wait_for_recovery(ids, workers.logs)
+    assert scored_importance(ids) == [{"importance": 8.0}] * len(ids)
+    assert Record.objects.get(id=busy[0]).scores == {"importance": 5.0}  # the held call, finished by its own task
+
+
+@pytest.mark.model
+def test_a_worker_that_reconnects_to_the_broker_recovers_every_pending_record(catalog, workers, broker):
+    workers.start(**RECOVERY_ENV)
+    # Older than every window the running worker scans: as if its recovery's task had been lost too.
+    record_id = str(pending_record(catalog, collection="main", text="The parcel arrived damaged.",
+                                   age_s=10 * RECOVERY_AGE_S).id)
+    time.sleep(3 * RECOVERY_INTERVAL_S)
+    assert not ready([record_id])
+    # Drop the worker's connections (only those to the test's own database), as a restarted broker does.
+    database, own = str(broker.connection_pool.connection_kwargs["db"]), broker.client_id()
+    for client in broker.client_list():
+        if client["db"] == database and int(client["id"]) != own:
+            broker.client_kill_filter(_id=client["id"])
+    wait_for(lambda: ready([record_id]), 60, "the reconnected worker's recovery to finish the record", workers.logs)
+    # The scans carry on over the new connection: a record whose task is lost now is recovered too.
+    later = str(pending_record(catalog, collection="main", text="Lost after the reconnect.").id)
+    wait_for_recovery([later], workers.logs)
+    assert RecordEmbedding.objects.filter(record_id=later, space="minilm-l6-v2").count() == 1

@@ -3,6 +3,7 @@ the minimum cosine similarity (a workspace setting), visibility and tenant isola
 into the vector query."""
 import pytest
 
+from catalog_app import embedding
 from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.models import Workspace
 from catalog_app.services.workspaces import workspace_create
@@ -10,6 +11,7 @@ from retrieval_app.legs import QueryVector, vector_leg
 from retrieval_app.request import parse_retrieve_request
 from retrieval_app.scope import compile_scope
 from retrieval_app.service import _embed
+from rest_framework.test import APIClient
 from tests.retrieval_app.factories import all_ids, catalog_dir, enrich, load, note, retrieve, write
 
 pytestmark = pytest.mark.model
@@ -37,7 +39,7 @@ def vector_hits(workspace, **body):
     catalog = catalog_for_workspace(workspace)
     scope = compile_scope(workspace_id=workspace.pk, request=parse_retrieve_request({"query": QUERY, **body}),
                           catalog=catalog, hide_superseded=True)
-    vector = _embed(catalog.value("models", "models").embedding, QUERY)
+    vector = _embed(catalog.value("models", "models").embedding, QUERY, workspace.pk)
     assert isinstance(vector, QueryVector)
     return vector_leg(scope, vector, min_similarity=0.25, cap=50)
 
@@ -81,3 +83,28 @@ def test_vector_leg_tenant_isolation(workspace, directory, api):
     body = retrieve(api, {"query": QUERY, "raw": True, "explain": True})
     assert all_ids(body) == set(mine)
     assert body["diagnostics"]["candidates"]["vector"] == 1
+
+
+def test_the_query_vector_cache_is_per_workspace(workspace, directory, api, monkeypatch):
+    """Workspace B asking what A just asked is embedded again: a shared cache hit would answer B
+    faster and so tell it what A searched for."""
+    load(workspace, directory)
+    other, key = workspace_create(name="tenant-b")
+    load(other, directory)
+    other_api = APIClient()
+    other_api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    embedded = []
+    real = embedding.embed_texts
+
+    def counting(config, texts):
+        embedded.extend(texts)
+        return real(config, texts)
+
+    monkeypatch.setattr(embedding, "embed_texts", counting)
+    query = "Which workspace asked about the spending limit first?"
+    retrieve(api, {"query": query})
+    retrieve(other_api, {"query": query})
+    assert embedded == [query, query]
+    retrieve(api, {"query": query})
+    retrieve(other_api, {"query": query})
+    assert embedded == [query, query]  # each workspace's own repeat is still a hit

@@ -1,4 +1,4 @@
-"""Hybrid candidates are reloaded in two steps (pg_backend.candidate_ids with early_reload):
+"""Hybrid candidates are reloaded in two steps (the pg backend's candidate_ids with early_reload):
 each channel but the last to answer reloads its certain share as it answers, the merged reload
 takes the rest. The rows must be exactly those of one reload of every candidate."""
 import pytest
@@ -6,7 +6,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from catalog_app.catalog.runtime import catalog_for_workspace
-from search_app.engine import pg_backend
+from search_app.backends import pg as pg_backend
 from search_app.engine import run as run_module
 from search_app.engine.rank_expression import rank_signals
 from search_app.engine.resolve import resolve_search

@@ -13,7 +13,7 @@ from fractions import Fraction
 import pytest
 from django.db import transaction
 
-from search_app.engine import pg_backend
+from search_app.backends import pg as pg_backend
 from tests.search_app.graph_factories import article, load_graph_catalog, search, write
 
 SCORED = {"scored": True, "score_semantics": "query_relative", "score_range": [0.0, 1.0], "normalization": "min_max",

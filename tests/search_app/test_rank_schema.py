@@ -22,7 +22,7 @@ from tests.conftest import EXAMPLE_CATALOG
 RANK_FILE = "conf/rank_default.yaml"
 KEYS = ["rank", "result_scores", "search_spec", "rank_hash", "default_candidates", "variants", "profiles",
         "bindings", "backends"]
-RESULT_SCORES = {"rank_field": "rank_score", "score_field": "score", "native_score_field": "rank_score",
+RESULT_SCORES = {"rank_field": "rank", "score_field": "score", "native_score_field": "rank_score",
                  "score_range": [0.0, 1.0], "score_semantics": "query_relative", "normalization": "min_max",
                  "normalization_scope": "ranked_candidates", "calibrated": False,
                  "structured_results_are_scored": False}

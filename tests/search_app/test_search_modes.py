@@ -179,7 +179,7 @@ def test_text_candidates_come_from_the_newest_text_rank_scan_matches(catalog, ap
 
 
 def test_hybrid_text_channel_ranks_its_own_number_of_newest_matches(catalog, api, settings, monkeypatch):
-    from search_app.engine import pg_backend
+    from search_app.backends import pg as pg_backend
 
     proposed = []
     real_text = pg_backend._text
@@ -208,9 +208,9 @@ def test_text_search_with_only_stopwords_matches_nothing(catalog, api):
 def test_only_meaning_searches_embed_the_query_once(api, budget_notes, monkeypatch, mode, calls):
     seen = []
 
-    def spy(config, text):
+    def spy(config, text, *, workspace_id):
         seen.append(text)
-        return embedding_module.embed_query(config, text)
+        return embedding_module.embed_query(config, text, workspace_id=workspace_id)
 
     monkeypatch.setattr(run_module, "embed_query", spy)
     body = search(api, {**MODE_BODIES[mode], "scope": {"collections": ["main"]}})
@@ -252,7 +252,7 @@ def test_a_query_over_the_length_limit_is_rejected(catalog, api, settings):
 def test_hybrid_channels_run_concurrently_and_merge_as_they_would_in_sequence(catalog, api, settings, monkeypatch):
     from django.db import transaction
 
-    from search_app.engine import pg_backend
+    from search_app.backends import pg as pg_backend
 
     settings.MEMSEEK = {"TOUCH_ON_READ": False}
     ingest_ready(catalog, [item("Budget draft for the offsite", occurred_at=at(0)),

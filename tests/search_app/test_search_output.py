@@ -162,7 +162,9 @@ def test_rendered_row_text_is_middle_truncated_to_500(catalog, api):
     one(catalog, "b" * 2000)
     rendered = search(api, {"mode": "recent", "render": True})["rendered"]
     text = rendered.split(" | ", 2)[2]
-    assert len(text) == 500 and TRUNCATION_SENTINEL in text
+    # 500 characters cut, then the sentinel's two newlines escaped to six characters each
+    escaped_sentinel = TRUNCATION_SENTINEL.replace("\n", "\\u000a")
+    assert len(text) == 500 + 2 * 5 and text == "b" * 238 + escaped_sentinel + "b" * 239
 
 
 def test_fence_with_preamble_wraps_the_rows(api, rendered_notes):

@@ -331,6 +331,10 @@ HTTP_SUBSET = (
     "top-level-where-with-sources", "source-rank-depth-6", "boost-17-nodes", "body-not-object",
 )
 BY_ID = {row.id: row for row in INVALID}
+# Over HTTP the body's one JSON decoding (memseek_site.json_body) refuses an integer outside
+# bigint before the spec parser sees it, with its own code at the same path.
+HTTP_CODES = {"source-weight-huge-integer": "number_out_of_range", "graph-boost-weight-huge-integer":
+              "number_out_of_range"}
 
 
 def test_invalid_table_ids_are_unique_and_the_http_subset_exists():
@@ -562,7 +566,7 @@ def test_post_search_rejects_with_request_schema_at_the_path(catalog, api, row_i
     response = _post(api, row.body)
     assert response.status_code == 422, response.content
     body = response.json()
-    assert body["error"] == "request_schema"
+    assert body["error"] == HTTP_CODES.get(row_id, "request_schema")
     assert body.get("path", "") == row.path
     assert body["detail"]
 
@@ -570,7 +574,7 @@ def test_post_search_rejects_with_request_schema_at_the_path(catalog, api, row_i
 def test_post_search_answers_every_invalid_row_with_422_never_500(catalog, api):
     answers = {row.id: _post(api, row.body) for row in INVALID}
     wrong = {row_id: (response.status_code, response.content[:200]) for row_id, response in answers.items()
-             if response.status_code != 422 or response.json()["error"] != "request_schema"
+             if response.status_code != 422 or response.json()["error"] != HTTP_CODES.get(row_id, "request_schema")
              or response.json().get("path", "") != BY_ID[row_id].path}
     assert wrong == {}
 

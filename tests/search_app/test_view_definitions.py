@@ -18,6 +18,7 @@ from catalog_app.catalog.errors import CatalogInvalid
 from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.models import Definition, Workspace
 from catalog_app.services.catalog_load import catalog_load
+from search_app.views.definitions import GraphMapping
 from tests.conftest import EXAMPLE_CATALOG
 
 BROKEN = "views/broken.yaml"
@@ -52,6 +53,25 @@ CHANGES = {"collections/changes.yaml": """
         schema: {type: object, required: [text], properties: {text: {type: string}, label: {type: integer}}}
         fields:
           label: {path: content.label, type: integer, filter: true}
+        search_profile: pg_default
+"""}
+
+# An edge collection whose role fields carry the default names subject, object and predicate.
+LINKS = {"collections/links.yaml": """
+    collections:
+      - name: links
+        version: 1
+        active: true
+        mode: event
+        schema:
+          type: object
+          required: [text, subject, object, predicate]
+          properties: {text: {type: string}, subject: {type: string}, object: {type: string},
+                       predicate: {type: string}}
+        fields:
+          subject: {path: content.subject, type: string, filter: true}
+          object: {path: content.object, type: string, filter: true}
+          predicate: {path: content.predicate, type: string, filter: true}
         search_profile: pg_default
 """}
 
@@ -193,6 +213,12 @@ CASES = [
     ("graph_role_field_not_filterable",
      graph_view("{edges: notes, subject: label, object: label, predicate: label}"),
      NOTES, "views[0].graph.subject", "graph_field"),
+    ("graph_seed_longer_than_the_fixed_bound",
+     graph_view(EDGES, parameters=GRAPH_PARAMETERS.replace("required: true}", "required: true, max_length: 256}")),
+     {}, "views[0].parameters.seed.max_length", "graph_view"),
+    ("graph_default_role_field_not_declared",
+     graph_view("{edges: dependencies}"),
+     {}, "views[0].graph.subject", "graph_field"),
     ("orphan_nodes_collection_is_event",
      graph_view(EDGES[:-1] + ", nodes: tickets}", kind="graph_orphans",
                 parameters="limit: {type: integer, default: 50}"),
@@ -309,3 +335,24 @@ def test_graph_views_with_the_fixed_contract_load(catalog, tmp_path, text, colle
     view = catalog_for_workspace(catalog).value("view", "probe")
     assert view.collections == collections
     assert view.query is None and view.graph.edges == "dependencies"
+
+
+def test_a_graph_view_may_bound_its_seed_within_the_fixed_range(catalog, tmp_path):
+    parameters = GRAPH_PARAMETERS.replace("required: true}", "required: true, min_length: 1, max_length: 128}")
+    catalog_load(workspace=catalog, directory=catalog_dir(tmp_path, graph_view(EDGES, parameters=parameters)))
+    catalog.refresh_from_db()
+    seed = catalog_for_workspace(catalog).value("view", "probe").parameters[0]
+    assert (seed.name, seed.min_length, seed.max_length) == ("seed", 1, 128)
+
+
+@pytest.mark.parametrize(("graph", "kind", "parameters", "nodes"), [
+    ("{edges: links}", "graph", GRAPH_PARAMETERS, None),
+    ("{edges: links, nodes: profiles}", "graph_orphans", "limit: {type: integer, default: 50}", "profiles"),
+], ids=["graph", "graph_orphans"])
+def test_graph_roles_default_to_the_fields_subject_object_and_predicate(catalog, tmp_path, graph, kind,
+                                                                       parameters, nodes):
+    text = graph_view(graph, kind=kind, parameters=parameters)
+    catalog_load(workspace=catalog, directory=catalog_dir(tmp_path, text, LINKS))
+    catalog.refresh_from_db()
+    view = catalog_for_workspace(catalog).value("view", "probe")
+    assert view.graph == GraphMapping("links", "subject", "object", "predicate", nodes)

@@ -1,5 +1,8 @@
 """The shared parameter model: load-time declarations, the JSON Schema it publishes, call-time
 binding (which must agree with that schema), and the fixed graph-view contracts."""
+import re
+from datetime import date
+
 import jsonschema
 import pytest
 import yaml
@@ -9,6 +12,7 @@ from memseek_site.errors import ApiError
 from search_app.views.parameters import (
     GRAPH_PARAMETERS,
     ORPHAN_PARAMETERS,
+    RFC3339_PATTERN,
     Parameter,
     bind_parameters,
     check_fixed_contract,
@@ -190,7 +194,8 @@ def test_input_schema_of_every_type_and_the_remaining_keywords():
     """), "p")
     schema = input_schema(parameters)
     assert schema["properties"] == {
-        "when": {"type": "string", "format": "date-time", "enum": ["2026-01-01T00:00:00Z"]},
+        "when": {"type": "string", "format": "date-time", "pattern": RFC3339_PATTERN,
+                 "enum": ["2026-01-01T00:00:00Z"]},
         "ratio": {"type": "number", "minimum": 0.5},
         "flag": {"type": "boolean", "default": True},
         "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1, "enum": [["a"], ["a", "b"]]},
@@ -314,6 +319,36 @@ def test_binding_agrees_with_the_published_schema(name, value):
         bound = False
     assert bound == validator.is_valid(values)
 
+RFC3339 = re.compile(RFC3339_PATTERN)
+
+
+def test_the_published_datetime_pattern_is_enforced_without_format_packages():
+    """A validator with no format checker at all (a client without the optional packages) still
+    refuses what the binder refuses."""
+    parameters = all_types()
+    validator = jsonschema.Draft202012Validator(input_schema(parameters))
+    for value in ("yesterday", "2026-02-30T00:00:00Z", "2026-07-17T09:00:00", "2026-07-17T09:00:00Z\n",
+                  "\u0662\u0660\u0662\u0666-07-17T09:00:00Z"):
+        assert not validator.is_valid({"entity": "abc", "when": value}), value
+    assert validator.is_valid({"entity": "abc", "when": "2026-07-17T09:00:00Z"})
+
+
+def test_the_datetime_pattern_knows_every_calendar_day_of_a_400_year_cycle():
+    """The day part of the pattern against the calendar itself: every (year, month, day) from the
+    1st to the 31st of every month of 1600-1999 and of the years 0001-0004 and 9996-9999."""
+    years = [*range(1, 5), *range(1600, 2000), *range(9996, 10000)]
+    for year in years:
+        for month in range(1, 13):
+            for day in range(1, 32):
+                text = f"{year:04d}-{month:02d}-{day:02d}T00:00:00Z"
+                try:
+                    date(year, month, day)
+                    real = True
+                except ValueError:
+                    real = False
+                assert bool(RFC3339.fullmatch(text)) == real, text
+    assert not RFC3339.fullmatch("0000-02-29T00:00:00Z")
+
 
 def test_schema_and_binder_agree_on_unknown_and_missing_keys():
     parameters = spec_parameters()
@@ -355,6 +390,22 @@ def test_authors_may_describe_and_narrow_a_fixed_contract():
     assert (effective["limit"].minimum, effective["limit"].maximum) == (5, 50)
 
 
+@pytest.mark.parametrize(("bounds", "expected"), [
+    ({"min_length": 1, "max_length": 128}, (1, 128)),
+    ({"min_length": 3}, (3, 128)),
+    ({"max_length": 64}, (1, 64)),
+], ids=["the fixed bounds", "a longer minimum", "a shorter maximum"])
+def test_authors_may_narrow_the_seed_length_within_the_fixed_range(bounds, expected):
+    declared = _graph(seed={"type": "string", "required": True, **bounds})
+    effective = {p.name: p for p in check_fixed_contract(parse_parameters(declared, "p"), GRAPH_PARAMETERS, "p")}
+    assert (effective["seed"].min_length, effective["seed"].max_length) == expected
+    schema = input_schema(tuple(effective.values()))["properties"]["seed"]
+    assert (schema["minLength"], schema["maxLength"]) == expected
+    with pytest.raises(ApiError) as caught:
+        bind_parameters(tuple(effective.values()), {"seed": "x" * (expected[1] + 1)})
+    assert caught.value.path == "seed"
+
+
 def _graph(**changes):
     declared = {name: dict(spec) for name, spec in GRAPH_DECLARED.items()}
     for name, spec in changes.items():
@@ -376,7 +427,12 @@ INVALID_CONTRACTS = [
      "p.predicates.default"),
     ("min_items on predicates", _graph(predicates={"type": "string_array", "default": [], "min_items": 0}),
      "p.predicates.min_items"),
-    ("max_length on seed", _graph(seed={"type": "string", "required": True, "max_length": 64}), "p.seed.max_length"),
+    ("seed min_length below the fixed range", _graph(seed={"type": "string", "required": True, "min_length": 0}),
+     "p.seed.min_length"),
+    ("seed max_length above the fixed range", _graph(seed={"type": "string", "required": True, "max_length": 129}),
+     "p.seed.max_length"),
+    ("seed min_length above the fixed max_length",
+     _graph(seed={"type": "string", "required": True, "min_length": 200}), "p.seed.min_length"),
     ("depth above the fixed range", _graph(depth={"type": "integer", "default": 1, "maximum": 20}),
      "p.depth.maximum"),
     ("limit below the fixed range", _graph(limit={"type": "integer", "default": 20, "minimum": 0}),

@@ -22,6 +22,7 @@ from catalog_app.services.catalog_load import catalog_load
 from catalog_app.services.enrichment import records_enrich
 from catalog_app.services.record_ingest import record_ingest_batch
 from search_app.engine.run import SCORED_RANKING
+from search_app.views.parameters import RFC3339_PATTERN
 from tests.conftest import EXAMPLE_CATALOG
 
 MARIA = "contact.maria"
@@ -139,7 +140,8 @@ def test_get_views_describes_string_array_and_datetime_parameters(api, catalog):
         "entity": {"type": "string"},
         "channels": {"type": "array", "items": {"type": "string", "enum": ["email", "call", "chat"]},
                      "maxItems": 3, "default": ["email", "call", "chat"]},
-        "opened_after": {"type": "string", "format": "date-time", "default": "2000-01-01T00:00:00Z"}}
+        "opened_after": {"type": "string", "format": "date-time", "pattern": RFC3339_PATTERN,
+                         "default": "2000-01-01T00:00:00Z"}}
     assert tickets["input_schema"]["required"] == ["entity"]
 
 

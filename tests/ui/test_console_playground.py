@@ -19,7 +19,7 @@ MARIA = "contact.maria"
 
 
 def playground_url(workspace) -> str:
-    return reverse("playground:run", args=[workspace.name])
+    return reverse("console:playground", args=[workspace.name])
 
 
 def run(client, workspace, data: dict, *, view: str | None = None):

@@ -23,7 +23,7 @@ def write(workspace, **fields) -> Record:
 def console_urls(workspace: str, record_id: str) -> list[str]:
     return [reverse("console:index"), reverse("console:drafts", args=[workspace]),
             reverse("console:records", args=[workspace]), reverse("console:record", args=[workspace, record_id]),
-            reverse("console:definitions", args=[workspace]), reverse("playground:run", args=[workspace])]
+            reverse("console:definitions", args=[workspace]), reverse("console:playground", args=[workspace])]
 
 
 def test_anonymous_users_are_sent_to_the_admin_login(catalog):
@@ -51,7 +51,7 @@ def test_index_lists_workspaces_with_their_screens(staff, catalog):
     page = staff.get(reverse("console:index")).content.decode()
     assert "acme" in page
     assert reverse("console:drafts", args=["acme"]) in page
-    assert reverse("playground:run", args=["acme"]) in page
+    assert reverse("console:playground", args=["acme"]) in page
 
 
 def test_admin_index_links_to_the_console(staff):

@@ -1,11 +1,15 @@
-"""One command from a fresh clone to a running service with data in it."""
+"""One command from a fresh clone to a running service with data in it: the API is served by
+gunicorn, the production server, not Django's development server."""
 import json
+import os
+import sys
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+from catalog_app.embedding import torch_threads_per_process
 from catalog_app.models import Workspace
 from catalog_app.services.catalog_load import catalog_load
 from catalog_app.services.record_ingest import record_ingest_batch
@@ -20,9 +24,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--addrport", default="127.0.0.1:8000")
+        parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes (default 2)")
         parser.add_argument("--no-serve", action="store_true", help="prepare everything but do not start the server")
 
-    def handle(self, *args, addrport, no_serve, **options):
+    def handle(self, *args, addrport, workers, no_serve, **options):
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("Database migrated.")
         workspace = Workspace.objects.filter(name=DEMO_WORKSPACE).first()
@@ -43,4 +48,21 @@ class Command(BaseCommand):
             f"Try:\n  curl -H 'Authorization: Bearer {key}' 'http://{addrport}/timeline?entity=contact.maria'\n"
             f"OpenAPI page: http://{addrport}/api/docs/\n"))
         if not no_serve:
-            call_command("runserver", addrport, use_reloader=False)
+            self.stdout.flush()
+            os.execvpe(sys.executable, gunicorn_argv(addrport, workers), gunicorn_environment(os.environ, workers))
+
+
+def gunicorn_argv(addrport: str, workers: int) -> list[str]:
+    """The command line that serves the API on ``addrport`` (``host:port``) with ``workers``
+    sync workers, access log on standard output."""
+    return [sys.executable, "-m", "gunicorn", "memseek_site.wsgi", "--bind", addrport,
+            "--workers", str(max(1, workers)), "--access-logfile", "-"]
+
+
+def gunicorn_environment(environ, workers: int) -> dict[str, str]:
+    """``environ`` with ``OMP_NUM_THREADS`` set to the usable cores divided by ``workers`` unless
+    the caller set it: the workers share the cores for the bundled model (README, Workers)."""
+    environment = dict(environ)
+    if not environment.get("OMP_NUM_THREADS"):
+        environment["OMP_NUM_THREADS"] = str(torch_threads_per_process(workers))
+    return environment

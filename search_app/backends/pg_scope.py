@@ -9,55 +9,23 @@ from __future__ import annotations
 
 import json
 
-from .resolve import FieldAccess, ResolvedSource
-from .spec import Condition
+from catalog_app.record_sql import record_scope
 
-RECORD = "catalog_app_record"
+from ..engine.resolve import FieldAccess, ResolvedSource
+from ..engine.spec import Condition
 
 
 def scope_clause(resolved: ResolvedSource, workspace_id: int, alias: str = "r") -> tuple[str, list]:
-    """The WHERE clause of everything the source's scope admits."""
+    """The WHERE clause of everything the source's scope admits (``catalog_app.record_sql.record_scope``)."""
     scope = resolved.source.scope
-    r = alias
-    parts = [f"{r}.workspace_id = %s", f"{r}.enriched_at IS NOT NULL", f"NOT {r}.tombstone"]
-    params: list = [workspace_id]
     by_collection: dict[str, list[int]] = {}
     for collection in resolved.versions:
         by_collection.setdefault(collection.name, []).append(collection.version)
-    groups = []
-    for name, versions in sorted(by_collection.items()):
-        groups.append(f"({r}.collection = %s AND {r}.collection_version = ANY(%s))")
-        params.extend([name, versions])
-    parts.append("(" + " OR ".join(groups) + ")")
-    if scope.entities is not None:
-        parts.append(f"{r}.entity = ANY(%s)")
-        params.append(list(scope.entities))
-    if scope.types is not None:
-        parts.append(f"{r}.type = ANY(%s)")
-        params.append(list(scope.types))
-    if scope.status != "all":
-        parts.append(f"{r}.status = %s")
-        params.append(scope.status)
-    if scope.keyed is True:
-        parts.append(f"{r}.key IS NOT NULL")
-    elif scope.keyed is False:
-        parts.append(f"{r}.key IS NULL")
-    if scope.occurred_after is not None:
-        parts.append(f"{r}.occurred_at > %s")
-        params.append(scope.occurred_after)
-    if scope.occurred_before is not None:
-        parts.append(f"{r}.occurred_at < %s")
-        params.append(scope.occurred_before)
-    if scope.depth_lte is not None:
-        parts.append(f"{r}.depth <= %s")
-        params.append(scope.depth_lte)
-    if scope.versions == "current":
-        # A newer row in the same lane, ready or not, hides this one.
-        parts.append(f"({r}.key IS NULL OR NOT EXISTS (SELECT 1 FROM {RECORD} newer "
-                     f"WHERE newer.workspace_id = {r}.workspace_id AND newer.entity = {r}.entity "
-                     f"AND newer.collection = {r}.collection AND newer.key = {r}.key "
-                     f"AND newer.status = {r}.status AND newer.seq > {r}.seq))")
-    return " AND ".join(parts), params
+    clause = record_scope(workspace_id=workspace_id, collection_versions=by_collection, entities=scope.entities,
+                          types=scope.types, status=scope.status, keyed=scope.keyed,
+                          occurred_after=scope.occurred_after, occurred_before=scope.occurred_before,
+                          depth_lte=scope.depth_lte, current=scope.versions == "current", alias=alias)
+    return clause.sql, list(clause.params)
 
 
 def filter_clause(resolved: ResolvedSource, alias: str = "r") -> tuple[str, list]:

@@ -12,21 +12,27 @@ import json
 import threading
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
-from datetime import datetime
 
-from django.db import connection, transaction
+from django.db import connection
 from psycopg.types.datetime import TimestamptzLoader
 
+from catalog_app.record_sql import (EMBEDDING, RECORD, Clause, embedding_rows, hnsw_scan, nearest_sql, vector_distance,
+                                    vector_literal)
 from memseek_site.conf import memseek_setting
 from memseek_site.parallel import run_all
 
-from .bm25 import Bm25Stats, bm25_candidates, score_expression, terms_join
-from .resolve import ResolvedSource
-from .sql_scope import RECORD, filter_clause, order_clause, scope_clause
+from ..engine.bm25 import Bm25Stats
+from ..engine.candidates import CanonicalRow, QueryContext, Reloaded, interleave
+from ..engine.profiles import BACKEND_CAPABILITIES
+from ..engine.resolve import ResolvedSource
+from .pg_bm25 import bm25_candidates, score_expression, terms_join
+from .pg_scope import filter_clause, order_clause, scope_clause
 
-EMBEDDING = "catalog_app_recordembedding"
+NAME = "pg"
+CAPABILITIES = BACKEND_CAPABILITIES[NAME]
+
 # The query's English lexemes, OR-ed: a long question still finds rows sharing some words. Written
 # inline (not in a CTE) so the planner folds it to a constant and estimates how many rows match.
 OR_QUERY = "replace(plainto_tsquery('english', %s)::text, ' & ', ' | ')::tsquery"
@@ -45,42 +51,48 @@ def text_matches_sql(columns: str, where: str) -> str:
             f"ORDER BY rank.text_match DESC, m.seq DESC LIMIT %s")
 
 
-@dataclass(frozen=True, slots=True)
-class QueryContext:
-    workspace_id: int
-    q: str | None
-    vector: list[float] | None
-    space: str
-    dimensions: int
+
+def vector_matches(where: Clause, workspace_id: int, vector: list[float], space: str, dimensions: int, *,
+                   cap: int, min_similarity: float) -> list[tuple[uuid.UUID, float, str | None, str]]:
+    """Context retrieval's vector proposals: ``(id, similarity, key, entity)`` of at most ``cap``
+    records of ``workspace_id`` under ``where`` (over the record table as ``r``) nearest
+    ``vector`` in ``space``, keeping similarity >= ``min_similarity``, best first, then seq desc."""
+    literal = vector_literal(vector)
+    similarity = f"1 - ({vector_distance(dimensions)}) AS similarity"
+    nearest = nearest_sql(columns=f"r.id, r.seq, r.key, r.entity, {similarity}", space=space,
+                          dimensions=dimensions, where=where.sql)
+    sql = (f"SELECT id, similarity, key, entity FROM ({nearest}) nearest WHERE similarity >= %s "
+           f"ORDER BY similarity DESC, seq DESC")
+    with hnsw_scan(cap) as cursor:
+        cursor.execute(sql, [literal, workspace_id, *where.params, literal, cap, min_similarity])
+        return [(row[0], float(row[1]), row[2], row[3]) for row in cursor.fetchall()]
 
 
-@dataclass(frozen=True, slots=True)
-class CanonicalRow:
-    id: uuid.UUID
-    seq: int
-    collection: str
-    collection_version: int
-    entity: str
-    type: str
-    key: str | None
-    status: str
-    text: str | None  # None until ``with_bodies`` when reloaded without bodies
-    content: dict | None
-    scores: dict
-    annotations: dict
-    depth: int
-    occurred_at: datetime
-    created_at: datetime
-    last_accessed: datetime
-    run_id: uuid.UUID | None
-    similarity: float | None
-    text_match: float | None
-    bm25: float | None
+def text_matches(where: Clause, query: str, *, cap: int) -> list[tuple[uuid.UUID, float, str | None, str]]:
+    """Context retrieval's text proposals: ``(id, text_match, key, entity)`` of at most ``cap``
+    records under ``where`` (over the record table as ``r``) matching the OR of ``query``'s
+    English lexemes, best ``ts_rank_cd`` first (``text_matches_sql``, ``TEXT_RANK_SCAN``)."""
+    sql = text_matches_sql("m.id, rank.text_match, m.key, m.entity", where.sql)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [query, *where.params, memseek_setting("TEXT_RANK_SCAN"), query, cap])
+        return [(row[0], float(row[1]), row[2], row[3]) for row in cursor.fetchall()]
 
 
-# Reloaded rows by id; None for an id reloaded but out of the source's scope.
-Reloaded = dict[uuid.UUID, CanonicalRow | None]
-
+def match_count(where: Clause, workspace_id: int, query: str, vector: tuple[list[float], str, int] | None, *,
+                min_similarity: float, cap: int) -> int:
+    """How many distinct records under ``where`` the text proposals (the OR of ``query``'s
+    lexemes) and, given ``vector`` (values, space, dimensions), the vector proposals at
+    similarity >= ``min_similarity`` would hold, counting at most ``cap`` of each."""
+    parts = [f"(SELECT r.id FROM {RECORD} r WHERE r.search_vector @@ ({OR_QUERY}) AND {where.sql} LIMIT %s)"]
+    params: list = [query, *where.params, cap]
+    if vector is not None:
+        values, space, dimensions = vector
+        parts.append(f"(SELECT r.id {embedding_rows(space, where.sql)} "
+                     f"AND 1 - ({vector_distance(dimensions)}) >= %s LIMIT %s)")
+        params.extend([workspace_id, *where.params, vector_literal(values), min_similarity, cap])
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM ({' UNION '.join(parts)}) hidden", params)
+        return int(cursor.fetchone()[0])
 
 def candidate_ids(resolved: ResolvedSource, context: QueryContext, *, bm25: bool = False,
                   early_reload: Callable[[list[uuid.UUID]], Reloaded] | None = None
@@ -141,19 +153,6 @@ def _then_reload(channel, early_reload, share: int, waiting: _Countdown) -> tupl
     return ids, ({} if waiting.last_to_answer() else early_reload(ids[:share]))
 
 
-def interleave(channels, cap: int) -> list:
-    """Round-robin over the channels (position 1 of each, then 2, ...), first occurrence wins."""
-    seen, merged = set(), []
-    for position in range(max((len(c) for c in channels), default=0)):
-        for channel in channels:
-            if position < len(channel) and channel[position] not in seen:
-                seen.add(channel[position])
-                merged.append(channel[position])
-                if len(merged) == cap:
-                    return merged
-    return merged
-
-
 def _where(resolved: ResolvedSource, context: QueryContext) -> tuple[str, list]:
     scope_sql, scope_params = scope_clause(resolved, context.workspace_id)
     filter_sql, filter_params = filter_clause(resolved)
@@ -162,26 +161,19 @@ def _where(resolved: ResolvedSource, context: QueryContext) -> tuple[str, list]:
 
 def _vector(resolved: ResolvedSource, context: QueryContext, cap: int) -> list[uuid.UUID]:
     where, params = _where(resolved, context)
-    dims = int(context.dimensions)
-    distance = f"e.embedding::vector({dims}) <=> %s::vector({dims})"
-    # The space literal must appear verbatim for the planner to match the space's partial index;
-    # it was validated against the embedding-space name pattern when the catalog loaded.
-    base = (f"SELECT r.id FROM {EMBEDDING} e JOIN {RECORD} r ON r.id = e.record_id "
-            f"WHERE e.space = '{context.space}' AND e.workspace_id = %s AND {where}")
-    query_params = [context.workspace_id, *params, _vector_literal(context.vector), cap]
+    query_params = [context.workspace_id, *params, vector_literal(context.vector), cap]
     # A scope naming entities is usually small: when it holds at most VECTOR_EXACT_MAX records,
     # comparing every one is exact and cheaper than walking the HNSW graph past the rows it
-    # excludes. The second sort key keeps the planner off the index.
+    # excludes.
     narrow = resolved.source.scope.entities is not None
     if narrow and _scope_at_most(where, params, memseek_setting("VECTOR_EXACT_MAX")):
+        sql = nearest_sql(columns="r.id", space=context.space, dimensions=context.dimensions, where=where, exact=True)
         with connection.cursor() as cursor:
-            cursor.execute(f"{base} ORDER BY {distance}, r.seq DESC LIMIT %s", query_params)
+            cursor.execute(sql, query_params)
             return [row[0] for row in cursor.fetchall()]
-    # set_config(..., true) lasts until the end of the transaction, so run both in one.
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true), "
-                       "set_config('hnsw.iterative_scan', 'relaxed_order', true)", [str(max(40, min(cap, 1000)))])
-        cursor.execute(f"{base} ORDER BY {distance} LIMIT %s", query_params)
+    sql = nearest_sql(columns="r.id", space=context.space, dimensions=context.dimensions, where=where)
+    with hnsw_scan(cap) as cursor:
+        cursor.execute(sql, query_params)
         return [row[0] for row in cursor.fetchall()]
 
 
@@ -252,11 +244,10 @@ def reload_by_id(resolved: ResolvedSource, context: QueryContext, ids: list[uuid
     mode = resolved.source.mode
     scope_sql, scope_params = scope_clause(resolved, context.workspace_id)
     params: list = []
-    dims = int(context.dimensions)
     if mode in ("vector", "hybrid") and "similarity" in reads:
-        similarity = (f"(SELECT 1 - (e.embedding::vector({dims}) <=> %s::vector({dims})) FROM {EMBEDDING} e "
+        similarity = (f"(SELECT 1 - ({vector_distance(context.dimensions)}) FROM {EMBEDDING} e "
                       f"WHERE e.record_id = r.id AND e.space = %s)")
-        params.extend([_vector_literal(context.vector), context.space])
+        params.extend([vector_literal(context.vector), context.space])
     else:
         similarity = "NULL::float8"
     if mode in ("text", "hybrid") and "text_match" in reads:
@@ -306,7 +297,3 @@ def _object(text: str) -> dict:
 
 def _float(value) -> float | None:
     return None if value is None else float(value)
-
-
-def _vector_literal(vector) -> str:
-    return "[" + ",".join(repr(float(v)) for v in vector) + "]"

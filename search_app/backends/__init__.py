@@ -1,0 +1,57 @@
+"""Candidate backends: where a search profile's records are indexed.
+
+A backend proposes candidate ids for a search source and reloads them canonically; the search
+pipeline (and context retrieval's legs) reach the index only through this interface, so the
+engine stays pure and another backend can stand beside ``pg``. A backend is any object with the
+members of ``CandidateBackend`` (the ``pg`` backend is the module ``search_app.backends.pg``).
+Every backend passes the shared contract tests (``tests/search_app/backend_contract.py``).
+"""
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from typing import Protocol
+
+from ..engine.bm25 import Bm25Stats
+from ..engine.candidates import CanonicalRow, QueryContext, Reloaded
+from ..engine.resolve import ResolvedSource
+from . import pg
+
+
+class CandidateBackend(Protocol):
+    """What the search pipeline asks of a backend.
+
+    ``CAPABILITIES`` are the search modes it runs (``engine.profiles.BACKEND_CAPABILITIES``;
+    hybrid needs vector and text). Proposals never widen a source's scope: every id a backend
+    proposes or reloads satisfies the source's scope, and the reload re-applies it (an id out of
+    scope reloads as None), so the pipeline's exact recheck is the only other filter."""
+
+    NAME: str
+    CAPABILITIES: tuple[str, ...]
+
+    def candidate_ids(self, resolved: ResolvedSource, context: QueryContext, *, bm25: bool = False,
+                      early_reload: Callable[[list[uuid.UUID]], Reloaded] | None = None
+                      ) -> tuple[list[uuid.UUID], Bm25Stats | None, Reloaded]:
+        """At most ``resolved.source.candidate_cap()`` ids in the mode's proposal order; the BM25
+        statistics of the source's scope when ``bm25``; rows reloaded early by ``early_reload``."""
+
+    def reload_rows(self, resolved: ResolvedSource, context: QueryContext, ids: list[uuid.UUID],
+                    bm25: Bm25Stats | None = None, *, reads: frozenset[str], bodies: bool = True,
+                    reloaded: Reloaded | None = None) -> list[CanonicalRow]:
+        """The ids still in scope, in ``ids`` order, with the signals of ``reads`` recomputed."""
+
+    def reload_by_id(self, resolved: ResolvedSource, context: QueryContext, ids: list[uuid.UUID],
+                     bm25: Bm25Stats | None = None, *, reads: frozenset[str], bodies: bool = True) -> Reloaded:
+        """Every id of ``ids`` mapped to its canonical row, or None when out of scope."""
+
+    def with_bodies(self, rows: list[CanonicalRow]) -> list[CanonicalRow]:
+        """``rows`` with text and content filled in where a reload left them out."""
+
+
+def backend_for(name: str) -> CandidateBackend:
+    """The backend called ``name`` (a search profile's ``backend``). Raises ``KeyError`` for a
+    backend this build does not have (resolve refuses such profiles before any search runs)."""
+    return _BACKENDS[name]
+
+
+_BACKENDS: dict[str, CandidateBackend] = {pg.NAME: pg}

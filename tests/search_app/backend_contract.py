@@ -1,0 +1,185 @@
+"""The contract every candidate backend passes (``search_app.backends.CandidateBackend``), in the
+manner of Wagtail's search backend tests: a subclass names its backend in ``backend`` and runs
+every test here. The oracle is plain Python over the stored rows: the scope (workspace, live,
+collections, entities, types, status, current in lane), recency order and the reloaded signals.
+"""
+from __future__ import annotations
+
+import uuid
+from types import SimpleNamespace
+
+import pytest
+
+from catalog_app.catalog.runtime import catalog_for_workspace
+from catalog_app.models import Record
+from search_app.engine.candidates import QueryContext
+from search_app.engine.profiles import BACKEND_CAPABILITIES
+from search_app.engine.resolve import resolve_search
+from search_app.services import search_spec_parse
+from tests.search_app.search_factories import ingest, ingest_ready, item
+
+MODES = ("vector", "text", "recent", "structured")
+NOTES = ["Budget draft for the offsite", "The budget needs another review", "Budget approved by finance",
+         "Maria confirmed the Q3 budget", "The hiking trail near the lake is closed",
+         "Replace the bicycle chain before the race", "Finance asked for the travel review",
+         "Lunch with the offsite planning team"]
+
+
+def at(day: int) -> str:
+    return f"2026-07-{day:02d}T09:00:00Z"
+
+
+def in_scope(workspace, *, entities=None, types=None, status="active", current=True) -> dict[uuid.UUID, Record]:
+    """The oracle: every record the scope admits, computed row by row in Python."""
+    rows = list(Record.objects.filter(workspace=workspace, collection="main"))
+    admitted = {}
+    for row in rows:
+        if row.enriched_at is None or row.tombstone:
+            continue
+        if entities is not None and row.entity not in entities:
+            continue
+        if types is not None and row.type not in types:
+            continue
+        if status != "all" and row.status != status:
+            continue
+        if current and row.key is not None and any(
+                other.key == row.key and other.entity == row.entity and other.status == row.status
+                and other.seq > row.seq for other in rows):
+            continue
+        admitted[row.id] = row
+    return admitted
+
+
+class BackendContract:
+    """Subclasses set ``backend`` (a ``CandidateBackend``)."""
+
+    backend = None
+
+    @pytest.fixture
+    def corpus(self, catalog, other_workspace_api):
+        """Events of two entities and speakers, a fact restated (the older value superseded), a
+        retracted fact, a draft, an unready newer value hiding a ready one, and another workspace's
+        records matching every query."""
+        events = [item(text, entity=f"user-{i % 2}", type="note" if i % 3 else "call", occurred_at=at(1 + i),
+                       content={"text": text, "speaker": "ana" if i % 2 else "bo"}) for i, text in enumerate(NOTES)]
+        facts = [item("Plan is basic.", type="fact", key="plan", occurred_at=at(10)),
+                 item("Plan is the budget tier.", type="fact", key="plan", occurred_at=at(11)),
+                 item("City is Lisbon, budget friendly.", type="fact", key="city", occurred_at=at(12)),
+                 item("Plan is the trial budget.", type="fact", key="plan", status="draft", occurred_at=at(13)),
+                 item("Team is finance and budget.", type="fact", key="team", occurred_at=at(14))]
+        ids = ingest_ready(catalog, events + facts)
+        city = ids[len(events) + 2]
+        ingest_ready(catalog, [{"entity": "user-1", "collection": "main", "type": "fact", "key": "city",
+                                "tombstone": True, "derived_from": [str(city)]}])
+        ingest(catalog, [item("Team is the budget review board.", type="fact", key="team", occurred_at=at(15))])
+        from catalog_app.models import Workspace
+
+        other = Workspace.objects.get(name="other-co")
+        ingest_ready(other, [item(text, occurred_at=at(20)) for text in NOTES])
+        return catalog
+
+    def source(self, workspace, mode: str, *, q: str | None = "budget review", **scope):
+        body = {"mode": mode, "k": 5, "scope": {"collections": ["main"], **scope}}
+        if mode in ("vector", "text", "hybrid"):
+            body["q"] = q
+        if mode == "structured":
+            body["order_by"] = [{"field": "speaker"}]
+        spec = search_spec_parse(body)
+        catalog = catalog_for_workspace(workspace)
+        resolved = resolve_search(spec, catalog)[0]
+        embedding = catalog.value("models", "models").embedding
+        vector = None
+        if mode in ("vector", "hybrid"):
+            from catalog_app.embedding import embed_query
+
+            vector = embed_query(embedding, q, workspace_id=workspace.pk)
+        return resolved, QueryContext(workspace.pk, spec.q, vector, embedding.space, embedding.dimensions)
+
+    def test_it_declares_what_it_runs(self):
+        assert self.backend.CAPABILITIES == BACKEND_CAPABILITIES[self.backend.NAME]
+        assert set(self.backend.CAPABILITIES) <= set(MODES)
+
+    @pytest.mark.parametrize("mode", [*MODES, "hybrid"])
+    @pytest.mark.parametrize("scope", [{}, {"entities": ["user-1"]}, {"types": ["fact"]}, {"status": "all"},
+                                       {"versions": "all"}], ids=["plain", "entity", "type", "status", "history"])
+    def test_every_proposal_lies_in_the_scope_at_most_cap_once(self, corpus, mode, scope):
+        resolved, context = self.source(corpus, mode, **scope)
+        ids, _, _ = self.backend.candidate_ids(resolved, context)
+        admitted = in_scope(corpus, entities=scope.get("entities"), types=scope.get("types"),
+                            status=scope.get("status", "active"), current=scope.get("versions") != "all")
+        assert set(ids) <= set(admitted)
+        assert len(ids) == len(set(ids)) <= resolved.source.candidate_cap()
+
+    def test_recent_proposes_the_whole_scope_newest_first(self, corpus):
+        resolved, context = self.source(corpus, "recent")
+        ids, _, _ = self.backend.candidate_ids(resolved, context)
+        expected = sorted(in_scope(corpus).values(), key=lambda r: (r.occurred_at, r.seq), reverse=True)
+        assert ids == [row.id for row in expected]
+
+    def test_vector_proposals_come_best_similarity_first(self, corpus):
+        resolved, context = self.source(corpus, "vector")
+        ids, _, _ = self.backend.candidate_ids(resolved, context)
+        rows = self.backend.reload_rows(resolved, context, ids, reads=frozenset({"similarity"}))
+        assert [row.id for row in rows] == ids and len(ids) == len(in_scope(corpus))
+        similarities = [row.similarity for row in rows]
+        assert similarities == sorted(similarities, reverse=True)
+
+    def test_text_proposals_share_a_word_with_the_query(self, corpus):
+        resolved, context = self.source(corpus, "text")
+        ids, _, _ = self.backend.candidate_ids(resolved, context)
+        rows = self.backend.reload_rows(resolved, context, ids, reads=frozenset({"text_match"}))
+        assert ids and all(row.text_match > 0 for row in rows)
+        words = ("budget", "review")
+        expected = {row.id for row in in_scope(corpus).values() if any(w in row.text.lower() for w in words)}
+        assert set(ids) == expected
+
+    def test_structured_proposals_follow_the_order(self, corpus):
+        resolved, context = self.source(corpus, "structured")
+        ids, _, _ = self.backend.candidate_ids(resolved, context)
+        rows = self.backend.reload_rows(resolved, context, ids, reads=frozenset())
+        speakers = [(row.content or {}).get("speaker") for row in rows]
+        present = [s for s in speakers if s is not None]
+        assert present == sorted(present) and set(ids) == set(in_scope(corpus))
+
+    def test_the_reload_reapplies_the_scope_and_keeps_the_order(self, corpus):
+        resolved, context = self.source(corpus, "recent", entities=["user-0"])
+        outside = [row.id for row in Record.objects.exclude(workspace=corpus)[:2]]
+        hidden = [row.id for row in Record.objects.filter(workspace=corpus, entity="user-1")[:2]]
+        inside = list(in_scope(corpus, entities=["user-0"]))
+        asked = [*reversed(inside), *outside, *hidden, uuid.uuid4()]
+        reloaded = self.backend.reload_by_id(resolved, context, asked, reads=frozenset())
+        assert set(reloaded) == set(asked)
+        assert all(reloaded[i] is None for i in [*outside, *hidden]) and all(reloaded[i] for i in inside)
+        rows = self.backend.reload_rows(resolved, context, asked, reads=frozenset())
+        assert [row.id for row in rows] == list(reversed(inside))
+
+    def test_bodies_read_later_equal_bodies_read_at_once(self, corpus):
+        resolved, context = self.source(corpus, "recent")
+        ids, _, _ = self.backend.candidate_ids(resolved, context)
+        lean = self.backend.reload_rows(resolved, context, ids, reads=frozenset(), bodies=False)
+        assert all(row.text is None and row.content is None for row in lean)
+        full = self.backend.reload_rows(resolved, context, ids, reads=frozenset())
+        assert self.backend.with_bodies(lean) == full
+
+    def test_bm25_statistics_count_the_scope(self, corpus):
+        resolved, context = self.source(corpus, "text", entities=["user-1"])
+        ids, stats, _ = self.backend.candidate_ids(resolved, context, bm25=True)
+        admitted = in_scope(corpus, entities=["user-1"])
+        assert stats.n == len(admitted) and stats.terms == ("budget", "review")
+        assert set(ids) <= set(admitted)
+        rows = self.backend.reload_rows(resolved, context, ids, stats, reads=frozenset({"bm25"}))
+        assert all(row.bm25 is not None for row in rows)
+
+    def test_early_reloads_change_no_row(self, corpus):
+        resolved, context = self.source(corpus, "hybrid")
+        early = SimpleNamespace(calls=[])
+
+        def early_reload(ids):
+            early.calls.append(list(ids))
+            return self.backend.reload_by_id(resolved, context, ids, reads=frozenset({"similarity"}))
+
+        ids, _, reloaded = self.backend.candidate_ids(resolved, context, early_reload=early_reload)
+        assert set(reloaded) <= set(ids)
+        two_step = self.backend.reload_rows(resolved, context, ids, reads=frozenset({"similarity"}),
+                                            reloaded=reloaded)
+        assert two_step == self.backend.reload_rows(resolved, context, ids, reads=frozenset({"similarity"}))
