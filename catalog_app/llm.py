@@ -19,49 +19,52 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 from memseek_site.conf import memseek_setting
+from memseek_site.errors import ApiError
 
 from .catalog.models_conf import ModelsConfig, Provider
 
 _ERROR_BODY_CHARS = 300
 
 
-class ProviderError(Exception):
+class ProviderError(ApiError):
     """A model provider could not give a usable answer.
 
-    ``code`` is stable (``provider_unconfigured``, ``provider_timeout``, ``provider_transport``,
-    ``provider_invalid``, ``embedding_unavailable``); ``transient`` says whether trying again
-    later may succeed; ``status`` is the HTTP status when the provider sent one.
+    Each subclass has one stable code (``provider_unconfigured``, ``provider_timeout``,
+    ``provider_transport``, ``provider_invalid``, ``embedding_unavailable``); ``transient`` says
+    whether trying again later may succeed. ``status`` is the HTTP status the provider answered
+    with, when it sent one, not a status of this service: a caller that answers a request with a
+    provider failure says what failed under its own code (``rerank_unavailable``, ...).
     """
 
-    code = "provider_error"
+    codes = ()
     transient = True
+    status = None  # the provider's, set per instance; shadows ApiError.status
 
-    def __init__(self, detail: str, *, status: int | None = None):
-        super().__init__(detail)
-        self.detail = detail
+    def __init__(self, code: str, message: str, path: str | None = None, extra=None, *, status: int | None = None):
+        super().__init__(code, message, path, extra)
         self.status = status
 
 
 class ProviderUnconfigured(ProviderError):
     """The alias or provider is missing, or its API key variable is unset."""
 
-    code = "provider_unconfigured"
+    codes = ("provider_unconfigured",)
 
 
 class ProviderTimeout(ProviderError):
-    code = "provider_timeout"
+    codes = ("provider_timeout",)
 
 
 class ProviderTransport(ProviderError):
     """Connection failure, or an HTTP error status (429 and 5xx included)."""
 
-    code = "provider_transport"
+    codes = ("provider_transport",)
 
 
 class ProviderInvalid(ProviderError):
     """The provider answered, but not with what the protocol or the caller requires."""
 
-    code = "provider_invalid"
+    codes = ("provider_invalid",)
     transient = False
 
 
@@ -84,7 +87,8 @@ def post_json(url: str, body: Mapping, *, api_key_env: str | None, timeout_s: fl
     if api_key_env:
         key = os.environ.get(api_key_env)
         if not key:
-            raise ProviderUnconfigured(f"environment variable {api_key_env} (the provider's API key) is not set")
+            raise ProviderUnconfigured("provider_unconfigured",
+                                       f"environment variable {api_key_env} (the provider's API key) is not set")
         headers["Authorization"] = f"Bearer {key}"
     request = urllib.request.Request(url, data=json.dumps(body).encode("utf-8"), headers=headers, method="POST")
     try:
@@ -92,21 +96,22 @@ def post_json(url: str, body: Mapping, *, api_key_env: str | None, timeout_s: fl
             raw = response.read()
     except urllib.error.HTTPError as error:
         detail = _error_body(error)
-        raise ProviderTransport(f"{url} answered HTTP {error.code}: {detail}", status=error.code) from None
+        raise ProviderTransport("provider_transport", f"{url} answered HTTP {error.code}: {detail}",
+                                status=error.code) from None
     except urllib.error.URLError as error:
         if isinstance(error.reason, (TimeoutError, socket.timeout)):
-            raise ProviderTimeout(f"{url} did not answer within {timeout_s} s") from None
-        raise ProviderTransport(f"cannot reach {url}: {error.reason}") from None
+            raise ProviderTimeout("provider_timeout", f"{url} did not answer within {timeout_s} s") from None
+        raise ProviderTransport("provider_transport", f"cannot reach {url}: {error.reason}") from None
     except (TimeoutError, socket.timeout):
-        raise ProviderTimeout(f"{url} did not answer within {timeout_s} s") from None
+        raise ProviderTimeout("provider_timeout", f"{url} did not answer within {timeout_s} s") from None
     except (ConnectionError, http.client.HTTPException, OSError) as error:
-        raise ProviderTransport(f"connection to {url} failed: {error!r}") from None
+        raise ProviderTransport("provider_transport", f"connection to {url} failed: {error!r}") from None
     try:
         decoded = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError):
-        raise ProviderInvalid(f"{url} answered with a body that is not JSON") from None
+        raise ProviderInvalid("provider_invalid", f"{url} answered with a body that is not JSON") from None
     if not isinstance(decoded, dict):
-        raise ProviderInvalid(f"{url} answered with JSON that is not an object")
+        raise ProviderInvalid("provider_invalid", f"{url} answered with JSON that is not an object")
     return decoded
 
 
@@ -134,13 +139,15 @@ def chat_complete(*, models: ModelsConfig, alias: str, messages: Sequence[Mappin
     """
     config = models.aliases.get(alias)
     if config is None:
-        raise ProviderUnconfigured(f"no model alias {alias!r} is configured in conf/models.yaml")
+        raise ProviderUnconfigured("provider_unconfigured",
+                                   f"no model alias {alias!r} is configured in conf/models.yaml")
     timeout = float(timeout_s if timeout_s is not None else memseek_setting("PROVIDER_TIMEOUT_S"))
     last_error: ProviderError | None = None
     for provider_name, model in config.targets:
         provider = models.providers.get(provider_name)
         if provider is None or provider.adapter != "openai_compat":
-            last_error = ProviderUnconfigured(f"alias {alias!r} names provider {provider_name!r}, "
+            last_error = ProviderUnconfigured("provider_unconfigured",
+                                              f"alias {alias!r} names provider {provider_name!r}, "
                                               "which is not an openai_compat provider")
             continue
         body = _chat_body(provider, model, messages, config.temperature, max_output_tokens or config.max_output_tokens,
@@ -181,9 +188,9 @@ def _reply(answer: dict, target: str) -> ChatReply:
         choice = answer["choices"][0]
         content = choice["message"]["content"]
     except (KeyError, IndexError, TypeError):
-        raise ProviderInvalid(f"{target} answered without choices[0].message.content") from None
+        raise ProviderInvalid("provider_invalid", f"{target} answered without choices[0].message.content") from None
     if not isinstance(content, str):
-        raise ProviderInvalid(f"{target} answered with no text content")
+        raise ProviderInvalid("provider_invalid", f"{target} answered with no text content")
     usage = answer.get("usage") if isinstance(answer.get("usage"), dict) else {}
     return ChatReply(content, target, choice.get("finish_reason"), MappingProxyType(usage))
 
@@ -201,9 +208,9 @@ def parse_json_object(content: str) -> dict:
     try:
         value = json.loads(text.strip(), parse_constant=_reject_constant)
     except (json.JSONDecodeError, ValueError) as error:
-        raise ProviderInvalid(f"the answer is not valid JSON ({error})") from None
+        raise ProviderInvalid("provider_invalid", f"the answer is not valid JSON ({error})") from None
     if not isinstance(value, dict):
-        raise ProviderInvalid("the answer is JSON but not an object")
+        raise ProviderInvalid("provider_invalid", "the answer is JSON but not an object")
     return value
 
 

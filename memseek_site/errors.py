@@ -1,18 +1,17 @@
-"""The one error envelope and the list of stable error codes.
+"""The one error base class and the list of stable error codes with their HTTP status.
+
+Every domain error (a bad SearchSpec, a catalog problem, a failing model provider, ...) is an
+``ApiError`` subclass built as ``(code, message, path, extra)`` in that order, so a caller never
+catches one error to raise another of a different type. The HTTP status comes from
+``ERROR_STATUS`` so a code always maps to the same status. This module imports neither DRF nor
+the database: raising an error is possible in pure code; ``error_handler`` renders it.
 
 Every error response is ``{"error": code, "detail": text}`` plus ``"path"`` (the dotted
-location of the offending value) when there is one. App code raises ``ApiError(code, ...)``;
-the HTTP status comes from ``ERROR_STATUS`` so a code always maps to the same status.
+location of the offending value) when there is one, plus the ``extra`` members.
 """
 from __future__ import annotations
 
-import logging
-
-from django.http import Http404
-from rest_framework import exceptions as drf_exceptions
-from rest_framework.response import Response
-
-logger = logging.getLogger(__name__)
+from collections.abc import Collection, Mapping
 
 ERROR_STATUS: dict[str, int] = {
     # Request shape
@@ -114,56 +113,74 @@ ERROR_STATUS: dict[str, int] = {
 
 
 class ApiError(Exception):
-    """An error with a stable code, a human detail and an optional dotted path.
+    """An error with a stable code, a message, an optional dotted path and extra envelope members.
 
-    ``extra`` members are merged into the envelope (e.g. ``requiredTokens``).
+    ``codes`` is where a subclass's codes are registered (``None``: the subclass names its own,
+    such as catalog issue codes, which are not HTTP answers). ``path_in_detail`` says whether the
+    rendered ``detail`` starts with the path (``scope.k: must be ...``), as parser errors do.
+    Subclasses keep this constructor's arguments, so every error is built the same way.
     """
 
-    def __init__(self, code: str, detail: str, *, path: str | None = None, **extra):
-        if code not in ERROR_STATUS:
+    codes: Collection[str] | None = ERROR_STATUS
+    default_code = "request_schema"  # what the strict readers raise when the caller names no code
+    root_path: str | None = None  # the path the strict readers give the document itself
+    path_in_detail = False
+
+    def __init__(self, code: str, message: str, path: str | None = None, extra: Mapping | None = None):
+        if self.codes is not None and code not in self.codes:
             raise KeyError(f"unregistered error code {code!r}")
-        super().__init__(detail)
         self.code = code
-        self.detail = detail
+        self.message = message
         self.path = path
-        self.extra = extra
+        self.extra = dict(extra or {})
+        super().__init__(self.detail)
+
+    @property
+    def detail(self) -> str:
+        if self.path_in_detail and self.path:
+            return f"{self.path}: {self.message}"
+        return self.message
 
     @property
     def status(self) -> int:
-        return ERROR_STATUS[self.code]
+        return ERROR_STATUS.get(self.code, 500)
 
-    def prefixed(self, prefix: str, path_prefix: str) -> "ApiError":
-        """Return a copy located inside a batch item: detail ``prefix: ...``, path under it."""
-        path = f"{path_prefix}.{self.path}" if self.path else path_prefix
-        return ApiError(self.code, f"{prefix}: {self.detail}", path=path, **self.extra)
+    def prefixed(self, prefix: str, path_prefix: str | None = None, *, code: str | None = None) -> ApiError:
+        """This error as the caller that embedded the value reports it: detail ``prefix: ...``,
+        the path under ``path_prefix`` when given, ``code`` when the caller's contract names one."""
+        path = self.path
+        if path_prefix is not None:
+            path = f"{path_prefix}.{self.path}" if self.path else path_prefix
+        return ApiError(code or self.code, f"{prefix}: {self.detail}", path, self.extra)
+
+    def relocated(self, path: str | None, *, code: str | None = None) -> ApiError:
+        """The same error, with the same message, at ``path`` of the document that embedded the
+        parsed value, under ``code`` when the embedding document's contract names one."""
+        return type(self)(code or self.code, self.message, path, self.extra)
 
     def envelope(self) -> dict:
         body = {"error": self.code, "detail": self.detail}
-        if self.path is not None:
+        if self.path:
             body["path"] = self.path
         body.update(self.extra)
         return body
 
+    def __str__(self) -> str:
+        return self.detail
 
-def error_response(error: ApiError) -> Response:
-    return Response(error.envelope(), status=error.status)
+    def __reduce__(self):
+        # Exception pickling replays ``args``; a subclass's own attributes (a provider's status,
+        # an activation's issues) would be lost, so the whole state travels instead.
+        return _rebuilt, (type(self), self.__dict__)
 
 
-def api_exception_handler(exc, context):
-    """DRF exception handler: renders every failure in the one envelope."""
-    if isinstance(exc, ApiError):
-        return error_response(exc)
-    if isinstance(exc, drf_exceptions.ParseError):
-        return error_response(ApiError("invalid_json", f"The body is not valid JSON: {exc.detail}"))
-    if isinstance(exc, (drf_exceptions.NotAuthenticated, drf_exceptions.AuthenticationFailed)):
-        return error_response(ApiError("unauthorized", str(exc.detail)))
-    if isinstance(exc, drf_exceptions.MethodNotAllowed):
-        return error_response(ApiError("method_not_allowed", str(exc.detail)))
-    if isinstance(exc, drf_exceptions.UnsupportedMediaType):
-        return error_response(ApiError("unsupported_media_type", str(exc.detail)))
-    if isinstance(exc, (Http404, drf_exceptions.NotFound)):
-        return error_response(ApiError("not_found", "No such route or object."))
-    if isinstance(exc, drf_exceptions.APIException):
-        return error_response(ApiError("request_schema", str(exc.detail)))
-    logger.exception("unexpected error in %s", context.get("view").__class__.__name__)
-    return error_response(ApiError("internal_error", "An unexpected error occurred."))
+def _rebuilt(cls: type[ApiError], state: dict) -> ApiError:
+    error = cls.__new__(cls)
+    error.__dict__.update(state)
+    return error
+
+
+class RequestError(ApiError):
+    """A request value that failed a strict reader (``memseek_site.parsing``)."""
+
+    path_in_detail = True

@@ -1,8 +1,10 @@
-"""Strict parsing of request values into Python values.
+"""The strict readers: one set of functions that check a raw value and return it parsed.
 
-Every function takes the raw value and its dotted path, returns the parsed value, and raises
-``ApiError`` (default code ``request_schema``) naming that path. Unknown keys are errors, never
-ignored. Parsers for whole requests build frozen dataclasses from these pieces.
+Every reader takes the raw value and its dotted path, returns the parsed value, and raises
+``error(code, message, path)``: by default a ``RequestError`` with code ``request_schema``; the
+SearchSpec parser, the catalog validators and the workspace settings pass their own error class
+(whose ``default_code`` applies) so a problem is raised once, as what it is. Unknown keys are
+errors, never ignored. Parsers for whole documents build frozen dataclasses from these pieces.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 
-from .errors import ApiError
+from .errors import ApiError, RequestError
 
 PUBLIC_NAME = re.compile(r"^[a-z][a-z0-9._-]{0,63}$")
 
@@ -21,95 +23,130 @@ def at(path: str, key: str | int) -> str:
     """The dotted path of ``key`` inside ``path`` (``records[2].content``)."""
     if isinstance(key, int):
         return f"{path}[{key}]"
-    return f"{path}.{key}" if path else key
+    return f"{path}.{key}" if path else str(key)
 
 
-def fail(path: str, message: str, code: str = "request_schema") -> ApiError:
-    detail = f"{path}: {message}" if path else message
-    return ApiError(code, detail, path=path or None)
+def fail(path: str, message: str, code: str | None = None, *, error: type[ApiError] = RequestError) -> ApiError:
+    """The error ``error`` raises for ``path`` (``""``: the document itself, which the class names
+    by its ``root_path``); ``code`` defaults to the class's ``default_code``."""
+    return error(code or error.default_code, message, path or error.root_path)
 
 
-def parse_object(value, path: str, *, allowed: Iterable[str], required: Iterable[str] = ()) -> dict:
-    """Return ``value`` as a dict with only ``allowed`` keys and every ``required`` key."""
+def parse_object(value, path: str, *, allowed: Iterable[str] | None = None, required: Iterable[str] = (),
+                 code: str | None = None, error: type[ApiError] = RequestError) -> dict:
+    """Return ``value`` as a dict with only ``allowed`` keys (``None``: any key) and every
+    ``required`` key, checked in the order given."""
     if not isinstance(value, dict):
-        raise fail(path, f"expected an object, got {type_name(value)}")
-    allowed = set(allowed)
-    for key in value:
-        if key not in allowed:
-            raise fail(at(path, key), f"unknown key {key!r}; allowed: {', '.join(sorted(allowed))}")
+        raise fail(path, f"expected an object, got {type_name(value)}", code, error=error)
+    if allowed is not None:
+        allowed = set(allowed)
+        for key in value:
+            if key not in allowed:
+                raise fail(at(path, key), f"unknown key {key!r}; allowed: {', '.join(sorted(allowed))}", code,
+                           error=error)
     for key in required:
         if key not in value:
-            raise fail(at(path, key), "is required")
+            raise fail(at(path, key), "is required", code, error=error)
     return value
 
 
 def parse_string(value, path: str, *, max_length: int | None = None, pattern: re.Pattern | None = None,
-                 allow_blank: bool = False, code: str = "request_schema") -> str:
+                 allow_blank: bool = False, code: str | None = None, error: type[ApiError] = RequestError) -> str:
     if not isinstance(value, str):
-        raise fail(path, f"expected a string, got {type_name(value)}", code)
+        raise fail(path, f"expected a string, got {type_name(value)}", code, error=error)
     if not allow_blank and not value.strip():
-        raise fail(path, "must not be blank", code)
+        raise fail(path, "must not be blank", code, error=error)
     if max_length is not None and len(value) > max_length:
-        raise fail(path, f"must be at most {max_length} characters, got {len(value)}", code)
+        raise fail(path, f"must be at most {max_length} characters, got {len(value)}", code, error=error)
     if pattern is not None and not pattern.fullmatch(value):
-        raise fail(path, f"{value!r} does not match {pattern.pattern}", code)
+        raise fail(path, f"{value!r} does not match {pattern.pattern}", code, error=error)
     return value
 
 
-def parse_int(value, path: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
+def parse_int(value, path: str, *, minimum: int | None = None, maximum: int | None = None,
+              code: str | None = None, error: type[ApiError] = RequestError) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise fail(path, f"expected an integer, got {type_name(value)}")
-    if minimum is not None and value < minimum:
-        raise fail(path, f"must be at least {minimum}, got {value}")
-    if maximum is not None and value > maximum:
-        raise fail(path, f"must be at most {maximum}, got {value}")
+        raise fail(path, f"expected an integer, got {type_name(value)}", code, error=error)
+    _check_range(value, path, minimum, maximum, code, error)
     return value
 
 
-def parse_number(value, path: str) -> float:
+def parse_number(value, path: str, *, minimum: float | None = None, maximum: float | None = None,
+                 code: str | None = None, error: type[ApiError] = RequestError) -> float:
+    """A finite number (an integer too large for a float is not one), returned as a float."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise fail(path, f"expected a number, got {type_name(value)}")
-    if not math.isfinite(value):
-        raise fail(path, "must be a finite number")
-    return float(value)
+        raise fail(path, f"expected a number, got {type_name(value)}", code, error=error)
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise fail(path, "must be a finite number", code, error=error)
+    _check_range(number, path, minimum, maximum, code, error)
+    return number
 
 
-def parse_bool(value, path: str) -> bool:
+def _check_range(value, path: str, minimum, maximum, code: str | None, error: type[ApiError]) -> None:
+    if minimum is not None and value < minimum:
+        raise fail(path, f"must be at least {minimum}, got {value}", code, error=error)
+    if maximum is not None and value > maximum:
+        raise fail(path, f"must be at most {maximum}, got {value}", code, error=error)
+
+
+def parse_bool(value, path: str, *, code: str | None = None, error: type[ApiError] = RequestError) -> bool:
     if not isinstance(value, bool):
-        raise fail(path, f"expected true or false, got {type_name(value)}")
+        raise fail(path, f"expected true or false, got {type_name(value)}", code, error=error)
     return value
 
 
-def parse_datetime(value, path: str) -> datetime:
-    """An ISO 8601 timestamp that carries a timezone."""
+def parse_datetime(value, path: str, *, code: str | None = None, error: type[ApiError] = RequestError) -> datetime:
+    """An ISO 8601 timestamp that carries a timezone (``Z`` or ``z`` for UTC)."""
     if not isinstance(value, str):
-        raise fail(path, f"expected an ISO 8601 timestamp string, got {type_name(value)}")
+        raise fail(path, f"expected an ISO 8601 timestamp string, got {type_name(value)}", code, error=error)
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00") if value.endswith("Z") else value)
+        parsed = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value)
     except ValueError:
-        raise fail(path, f"{value!r} is not an ISO 8601 timestamp") from None
+        raise fail(path, f"{value!r} is not an ISO 8601 timestamp", code, error=error) from None
     if parsed.tzinfo is None or parsed.utcoffset() is None:
-        raise fail(path, f"{value!r} has no timezone; add Z or an offset such as +00:00")
+        raise fail(path, f"{value!r} has no timezone; add Z or an offset such as +00:00", code, error=error)
     return parsed
 
 
-def parse_uuid(value, path: str, *, code: str = "request_schema") -> uuid.UUID:
+def parse_uuid(value, path: str, *, code: str | None = None, error: type[ApiError] = RequestError) -> uuid.UUID:
     if not isinstance(value, str):
-        raise fail(path, f"expected a UUID string, got {type_name(value)}", code)
+        raise fail(path, f"expected a UUID string, got {type_name(value)}", code, error=error)
     try:
         return uuid.UUID(value)
     except ValueError:
-        raise fail(path, f"{value!r} is not a UUID", code) from None
+        raise fail(path, f"{value!r} is not a UUID", code, error=error) from None
 
 
-def parse_list(value, path: str, *, max_items: int | None = None, min_items: int = 0) -> list:
+def parse_list(value, path: str, *, max_items: int | None = None, min_items: int = 0,
+               code: str | None = None, error: type[ApiError] = RequestError) -> list:
     if not isinstance(value, list):
-        raise fail(path, f"expected a list, got {type_name(value)}")
+        raise fail(path, f"expected a list, got {type_name(value)}", code, error=error)
     if len(value) < min_items:
-        raise fail(path, f"must hold at least {min_items} item(s)")
+        raise fail(path, f"must hold at least {min_items} item(s)", code, error=error)
     if max_items is not None and len(value) > max_items:
-        raise fail(path, f"must hold at most {max_items} items, got {len(value)}")
+        raise fail(path, f"must hold at most {max_items} items, got {len(value)}", code, error=error)
     return value
+
+
+def parse_names(value, path: str, *, pattern: re.Pattern | None = PUBLIC_NAME, choices: Iterable[str] | None = None,
+                max_items: int | None = None, code: str | None = None,
+                error: type[ApiError] = RequestError) -> tuple[str, ...]:
+    """A list of distinct non-blank strings, each matching ``pattern`` or one of ``choices``."""
+    parse_list(value, path, max_items=max_items, code=code, error=error)
+    choices = tuple(choices) if choices is not None else None
+    for index, item in enumerate(value):
+        item_path = at(path, index)
+        if choices is None:
+            parse_string(item, item_path, pattern=pattern, code=code, error=error)
+        elif item not in choices:
+            raise fail(item_path, f"{item!r} is not one of {', '.join(choices)}", code, error=error)
+    if len(set(value)) != len(value):
+        raise fail(path, "must not repeat a value", code, error=error)
+    return tuple(value)
 
 
 def parse_query(params: Mapping, *, allowed: Iterable[str], required: Iterable[str] = ()) -> dict[str, str]:

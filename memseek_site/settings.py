@@ -82,7 +82,7 @@ REST_FRAMEWORK = {
     # Every body goes through the one strict decoding (size, depth, duplicate keys, text, ranges).
     "DEFAULT_PARSER_CLASSES": ["memseek_site.json_body.StrictJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "EXCEPTION_HANDLER": "memseek_site.errors.api_exception_handler",
+    "EXCEPTION_HANDLER": "memseek_site.error_handler.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": None,
 }

@@ -4,7 +4,7 @@ Pure Python (no Django). Invariants:
 
 * Sections are always present: ``policies``, ``facts``, ``events``, ``derived``, in that order.
 * Policy entries are never truncated: all of them are included, or, when their tokens exceed
-  the budget, compilation fails with ``BudgetTooSmall(requested, required)`` (the route answers
+  the budget, compilation fails with ``BudgetTooSmall`` (``requested``, ``required``; the route answers
   ``422 CONTEXT_BUDGET_TOO_SMALL``); ``required`` is the policies' total.
 * The other entries are packed in their ranked order (across sections, so the best entries
   win the room whatever their section) into what the policies leave; an entry that does not
@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from memseek_site.errors import ApiError
 from search_app.engine.tokens import pack_skipping_oversized
 
 SECTIONS = ("policies", "facts", "events", "derived")
@@ -33,11 +34,23 @@ class Item:
     payload: object = None  # whatever the caller presents for the entry
 
 
-class BudgetTooSmall(Exception):
-    def __init__(self, requested: int, required: int):
-        super().__init__(f"the policies alone need {required} tokens; the budget is {requested}")
-        self.requested = requested
-        self.required = required
+class BudgetTooSmall(ApiError):
+    """The policy entries alone exceed the budget; ``requested`` and ``required`` are token counts."""
+
+    @classmethod
+    def of(cls, requested: int, required: int) -> BudgetTooSmall:
+        return cls("CONTEXT_BUDGET_TOO_SMALL",
+                   f"The policy records in scope need {required} tokens and are never truncated; the budget is "
+                   f"{requested}. Send tokenBudget of at least {required}.",
+                   "tokenBudget", {"requestedTokens": requested, "requiredTokens": required})
+
+    @property
+    def requested(self) -> int:
+        return self.extra["requestedTokens"]
+
+    @property
+    def required(self) -> int:
+        return self.extra["requiredTokens"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +86,7 @@ def compile_sections(policies: Sequence[Item], ranked: Sequence[Item], *, budget
         kept, skipped = list(ranked), []
     else:
         if policy_tokens > budget:
-            raise BudgetTooSmall(budget, policy_tokens)
+            raise BudgetTooSmall.of(budget, policy_tokens)
         kept, skipped = pack_skipping_oversized(ranked, budget - policy_tokens, lambda item: item.tokens)
     included = {name: [] for name in SECTIONS}
     dropped = {name: [] for name in SECTIONS}

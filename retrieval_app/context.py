@@ -299,6 +299,6 @@ def _search_rows(workspace, catalog: Catalog, entity: str, task: str, names: tup
     except ApiError as error:
         # The search's scope is built from this request's collections; point there, not at it.
         if error.path and error.path.startswith(("scope", "sources")):
-            raise ApiError(error.code, error.detail, path="collections", **error.extra) from None
+            raise ApiError(error.code, error.detail, "collections", error.extra) from None
         raise
     return [hit.row for hit in outcome.hits]

@@ -127,10 +127,10 @@ def _view_ranking(workspace, target: ViewTarget):
             spec = parse_search_spec(fill_template(dict(view.query), parameters),
                                      max_query_chars=memseek_setting("MAX_QUERY_CHARS"), allow_system=True)
         except SpecError as error:
-            raise ApiError("search_spec", f"queries[{query.index}]: the filled view query is invalid: {error}",
-                           path=error.path or None) from None
+            lead = f"queries[{query.index}]: the filled view query is invalid"
+            raise error.prefixed(lead, code="search_spec") from None
         except QueryTooLong as error:
-            raise ApiError("query_too_long", str(error), path=f"queries[{query.index}].query") from None
+            raise error.relocated(f"queries[{query.index}].query") from None
         return [str(hit.row.id) for hit in search_execute(workspace=workspace, spec=spec, view=True).hits]
 
     return rank, {"kind": "view", "view": {"name": view.name, "version": view.version, "hash": definition.hash},

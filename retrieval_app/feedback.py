@@ -125,7 +125,7 @@ def _replayed(existing: Feedback, request: FeedbackRequest, record_ids: tuple[st
     if not same:
         raise ApiError("dedupe_conflict", f"dedupeKey {request.dedupe_key!r} already recorded different feedback "
                        f"({existing.id}) on this receipt; send a new dedupeKey for new feedback",
-                       path="dedupeKey", feedbackId=str(existing.id))
+                       path="dedupeKey", extra={"feedbackId": str(existing.id)})
     return feedback_payload(existing, deduplicated=True)
 
 

@@ -80,7 +80,7 @@ def validate(raw, path: str, catalog: Catalog) -> Validated:
 
 def _collection(name, spec, path: str, catalog: Catalog) -> dict:
     if not isinstance(name, str) or not catalog.versions("collection", name):
-        raise CatalogError(path, "reference", f"no collection named {name!r} is loaded")
+        raise CatalogError("reference", f"no collection named {name!r} is loaded", path)
     doc = checks.mapping(spec if spec is not None else {}, path, allowed=_KEYS)
     fields = _declared_anywhere(catalog, name)
     visibility = doc.get("visibility", "shared")
@@ -91,15 +91,17 @@ def _collection(name, spec, path: str, catalog: Catalog) -> dict:
     elif visibility in VISIBILITIES:
         visibility_body = {"literal": visibility}
     else:
-        raise CatalogError(checks.at(path, "visibility"), "schema",
-                           f"{visibility!r} is neither a declared field of {name} nor one of shared, private")
+        raise CatalogError("schema",
+                           f"{visibility!r} is neither a declared field of {name} nor one of shared, private",
+                           checks.at(path, "visibility"))
     owner = doc.get("owner_agent_id")
     if owner is not None:
         checks.string(owner, checks.at(path, "owner_agent_id"))
         _check_field(catalog, name, owner, checks.at(path, "owner_agent_id"))
     elif visibility_body != {"literal": "shared"}:
-        raise CatalogError(checks.at(path, "owner_agent_id"), "schema",
-                           "records that can be private need owner_agent_id: the field naming their owning agent")
+        raise CatalogError("schema",
+                           "records that can be private need owner_agent_id: the field naming their owning agent",
+                           checks.at(path, "owner_agent_id"))
     classification = doc.get("classification")
     classification_body = None
     if classification is not None:
@@ -121,8 +123,8 @@ def _check_field(catalog: Catalog, collection: str, field: str, path: str) -> No
     for definition in catalog.versions("collection", collection):
         declared = definition.value.fields.get(field)
         if declared is None or declared.type != "string" or declared.is_array:
-            raise CatalogError(path, "field_reference", f"{field!r} must be a declared single-valued string field "
-                               f"in every version of {collection}; version {definition.version} does not have it")
+            raise CatalogError("field_reference", f"{field!r} must be a declared single-valued string field "
+                               f"in every version of {collection}; version {definition.version} does not have it", path)
 
 
 def check_family(catalog: Catalog) -> list[tuple[str, CatalogError]]:
@@ -134,8 +136,8 @@ def check_family(catalog: Catalog) -> list[tuple[str, CatalogError]]:
     for name, spec in definition.body["collections"].items():
         path = f"collections.{name}"
         if not catalog.versions("collection", name):
-            issues.append((definition.source_file, CatalogError(path, "reference",
-                                                                f"no collection named {name!r} is loaded")))
+            issues.append((definition.source_file, CatalogError("reference", f"no collection named {name!r} is loaded",
+                                                                path)))
             continue
         for key in ("visibility", "classification"):
             source = spec[key] or {}

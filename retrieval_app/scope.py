@@ -159,8 +159,7 @@ def _groups(workspace_id: int, request: RetrieveRequest, catalog: Catalog, versi
         try:
             (resolved,) = resolve_search(spec, catalog)
         except ResolveError as error:
-            path = _request_path(error.path)
-            raise ApiError(error.code, f"{path}: {error.message}" if path else error.message, path=path) from None
+            raise error.relocated(_request_path(error.path)) from None
         scope_sql, scope_params = scope_clause(resolved, workspace_id)
         filter_sql, filter_params = filter_clause(resolved)
         parts.append(Clause(f"{scope_sql} AND {filter_sql}", tuple(scope_params + filter_params)))

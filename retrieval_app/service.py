@@ -40,7 +40,7 @@ from search_app.engine.rerank import rerank, require_rerank_model
 from search_app.engine.rows import render_row_of, rendered_score_names
 
 from . import explain
-from .compile import SECTIONS, BudgetTooSmall, Item, compile_sections
+from .compile import SECTIONS, Item, compile_sections
 from .entries import entry, policy_fields, rendered_row, section_of
 from .feedback import record_utilities
 from .legs import (LEGS, LegHit, QueryVector, derivatives_leg, entity_leg, graph_leg, policy_drop_count,
@@ -149,7 +149,7 @@ def _embed(config, query: str, workspace_id: int) -> QueryVector:
     try:
         return QueryVector(embed_query(config, query, workspace_id=workspace_id), config.space, config.dimensions)
     except ProviderError as error:
-        raise ApiError("embedding_unavailable", f"The query could not be embedded: {error}") from None
+        raise error.prefixed("The query could not be embedded", code="embedding_unavailable") from None
 
 
 def _run_legs(scope, catalog, request: RetrieveRequest, vector, min_similarity: float, cap: int):
@@ -254,13 +254,7 @@ def _compile(request, scope, catalog, policy_records, final, rows, found, budget
 
     policies = [item(row, None) for row in policy_records]
     ranked = [item(rows[scored.id], scored) for scored in final]
-    try:
-        return compile_sections(policies, ranked, budget=budget)
-    except BudgetTooSmall as error:
-        raise ApiError("CONTEXT_BUDGET_TOO_SMALL",
-                       f"The policy records in scope need {error.required} tokens and are never truncated; the "
-                       f"budget is {error.requested}. Send tokenBudget of at least {error.required}.",
-                       path="tokenBudget", requestedTokens=error.requested, requiredTokens=error.required) from None
+    return compile_sections(policies, ranked, budget=budget)
 
 
 def _sections(request, compiled, fused, ranked, ordered, found, judged, floor) -> dict:

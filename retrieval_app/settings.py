@@ -9,11 +9,12 @@ a silent fallback. Names outside ``retrieval.`` belong to other apps and are ign
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from functools import partial
 from types import MappingProxyType
 
 from memseek_site.errors import ApiError
+from memseek_site.parsing import parse_bool, parse_int, parse_number, parse_object
 
 FACTORS = ("fusion", "recency", "frequency", "importance", "confidence")
 MIN_BUDGET = 256
@@ -46,7 +47,7 @@ class RetrievalSettings:
 
 
 def retrieval_settings(workspace) -> RetrievalSettings:
-    """The effective settings of ``workspace``; raises ``ApiError('workspace_setting')``."""
+    """The effective settings of ``workspace``; raises ``SettingError`` (``workspace_setting``)."""
     return settings_from(getattr(workspace, "settings", None) or {})
 
 
@@ -60,61 +61,55 @@ def settings_from(stored) -> RetrievalSettings:
     value = {name: stored.get(name, default) for name, default in DEFAULTS.items()}
     weights = _object(value["retrieval.weights"], "retrieval.weights", DEFAULTS["retrieval.weights"])
     for factor in FACTORS:
-        _number(weights[factor], f"retrieval.weights.{factor}", 0, None)
+        _number(weights[factor], f"retrieval.weights.{factor}", minimum=0)
     if sum(weights.values()) <= 0:
         raise _bad("retrieval.weights", "at least one factor weight must be above 0")
     floor = _object(value["retrieval.floor"], "retrieval.floor", DEFAULTS["retrieval.floor"])
     return RetrievalSettings(
-        token_budget=_integer(value["retrieval.tokenBudget"], "retrieval.tokenBudget", MIN_BUDGET, MAX_BUDGET),
-        min_vector_similarity=_number(value["retrieval.minVectorSimilarity"], "retrieval.minVectorSimilarity", -1, 1),
+        token_budget=_integer(value["retrieval.tokenBudget"], "retrieval.tokenBudget", minimum=MIN_BUDGET,
+                              maximum=MAX_BUDGET),
+        min_vector_similarity=_number(value["retrieval.minVectorSimilarity"], "retrieval.minVectorSimilarity",
+                                      minimum=-1, maximum=1),
         hide_superseded=_boolean(value["retrieval.hideSuperseded"], "retrieval.hideSuperseded"),
         value_aware_enabled=_boolean(value["retrieval.valueAware.enabled"], "retrieval.valueAware.enabled"),
-        value_aware_weight=_number(value["retrieval.valueAware.weight"], "retrieval.valueAware.weight", 0, 1),
+        value_aware_weight=_number(value["retrieval.valueAware.weight"], "retrieval.valueAware.weight", minimum=0,
+                                   maximum=1),
         weights=MappingProxyType({factor: float(weights[factor]) for factor in FACTORS}),
-        floor_ratio=_number(floor["ratio"], "retrieval.floor.ratio", 0, 1),
-        floor_minimum=_number(floor["minimum"], "retrieval.floor.minimum", 0, 1),
+        floor_ratio=_number(floor["ratio"], "retrieval.floor.ratio", minimum=0, maximum=1),
+        floor_minimum=_number(floor["minimum"], "retrieval.floor.minimum", minimum=0, maximum=1),
         recency_half_life_hours=_positive(value["retrieval.recencyHalfLifeHours"], "retrieval.recencyHalfLifeHours"),
         frequency_midpoint=_positive(value["retrieval.frequencyMidpoint"], "retrieval.frequencyMidpoint"),
     )
 
 
-def _bad(name: str, message: str) -> ApiError:
-    return ApiError("workspace_setting", f"workspace setting {name}: {message}", setting=name)
+class SettingError(ApiError):
+    """A stored setting that fails its check: ``409 workspace_setting`` naming the setting.
+
+    The setting's dotted name is not a location in the request, so the envelope carries it as
+    ``setting``, not ``path``, and the detail names it.
+    """
+
+    default_code = "workspace_setting"
+
+    def __init__(self, code: str, message: str, path: str | None = None, extra=None):
+        super().__init__(code, f"workspace setting {path}: {message}", None, {"setting": path, **(extra or {})})
+
+
+def _bad(name: str, message: str) -> SettingError:
+    return SettingError("workspace_setting", message, name)
 
 
 def _object(value, name: str, defaults: dict) -> dict:
-    if not isinstance(value, dict):
-        raise _bad(name, "must be an object")
-    for key in value:
-        if key not in defaults:
-            raise _bad(f"{name}.{key}", f"unknown key; allowed: {', '.join(defaults)}")
-    return {**defaults, **value}
+    return {**defaults, **parse_object(value, name, allowed=defaults, error=SettingError)}
 
 
-def _number(value, name: str, minimum: float | None, maximum: float | None) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise _bad(name, f"must be a finite number, got {value!r}")
-    if minimum is not None and value < minimum or maximum is not None and value > maximum:
-        raise _bad(name, f"must lie between {minimum} and {maximum}, got {value!r}")
-    return float(value)
+_number = partial(parse_number, error=SettingError)
+_integer = partial(parse_int, error=SettingError)
+_boolean = partial(parse_bool, error=SettingError)
 
 
 def _positive(value, name: str) -> float:
-    number = _number(value, name, 0, None)
+    number = _number(value, name, minimum=0)
     if number <= 0:
         raise _bad(name, "must be above 0")
     return number
-
-
-def _integer(value, name: str, minimum: int, maximum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _bad(name, f"must be an integer, got {value!r}")
-    if not minimum <= value <= maximum:
-        raise _bad(name, f"must lie between {minimum} and {maximum}, got {value}")
-    return value
-
-
-def _boolean(value, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise _bad(name, f"must be true or false, got {value!r}")
-    return value

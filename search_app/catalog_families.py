@@ -12,7 +12,7 @@ from catalog_app.catalog.errors import CatalogError
 from catalog_app.catalog.registry import Catalog, Family, Validated, register_family
 
 from .engine.profiles import SearchProfile
-from .engine.rank_expression import SHIPPED_DEFAULT_VARIANTS, RankError, parse_rank, rank_to_json, validate_rank
+from .engine.rank_expression import SHIPPED_DEFAULT_VARIANTS, parse_rank, rank_to_json, validate_rank
 from .engine.resolve import declared_score_names
 
 BACKENDS = ("pg", "turbopuffer")
@@ -32,15 +32,15 @@ def _validate_profile(raw, path: str, catalog: Catalog) -> Validated:
                          required={"backend"}, code="backend_option")
     backend = doc["backend"]
     if backend not in BACKENDS:
-        raise CatalogError(checks.at(path, "backend"), "backend", f"backend must be one of {', '.join(BACKENDS)}")
+        raise CatalogError("backend", f"backend must be one of {', '.join(BACKENDS)}", checks.at(path, "backend"))
     if backend == "pg" and set(doc) != {"backend"}:
-        raise CatalogError(path, "backend_option", "pg profiles take no options")
+        raise CatalogError("backend_option", "pg profiles take no options", path)
     layout = doc.get("layout")
     if layout not in (None, "shared", "per_collection"):
-        raise CatalogError(checks.at(path, "layout"), "backend_option", "must be shared or per_collection")
+        raise CatalogError("backend_option", "must be shared or per_collection", checks.at(path, "layout"))
     consistency = doc.get("consistency")
     if consistency not in (None, "strong", "eventual"):
-        raise CatalogError(checks.at(path, "consistency"), "backend_option", "must be strong or eventual")
+        raise CatalogError("backend_option", "must be strong or eventual", checks.at(path, "consistency"))
     enabled = checks.boolean(doc.get("enabled_if_credentials", False), checks.at(path, "enabled_if_credentials"))
     body = {"name": name, "backend": backend, "layout": layout, "consistency": consistency,
             "enabled_if_credentials": enabled}
@@ -65,11 +65,8 @@ def _validate_rank_defaults(raw, path: str, catalog: Catalog) -> Validated:
     score_names = declared_score_names(catalog)
     normal = {}
     for mode in RANK_MODES:
-        try:
-            node = parse_rank(variants[mode], f"variants.{mode}")
-            validate_rank(node, mode=mode, score_names=score_names, path=f"variants.{mode}")
-        except RankError as error:
-            raise CatalogError(error.path, "schema", error.message) from None
+        node = parse_rank(variants[mode], f"variants.{mode}", error=CatalogError)
+        validate_rank(node, mode=mode, score_names=score_names, path=f"variants.{mode}", error=CatalogError)
         normal[mode] = rank_to_json(node)
     return Validated("rank_default", None, True, {"candidates": candidates, "variants": normal})
 

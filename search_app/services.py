@@ -4,31 +4,20 @@ from __future__ import annotations
 from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.tasks import enqueue_touch
 from memseek_site.conf import memseek_setting
-from memseek_site.errors import ApiError
 
 from .engine.present import check_response_size, search_payload
-from .engine.resolve import ResolveError
 from .engine.run import SearchOutcome, run_search
-from .engine.spec import QueryTooLong, SearchSpec, SpecError, parse_search_spec
+from .engine.spec import SearchSpec, parse_search_spec
 
 
 def search_spec_parse(raw, *, allow_system: bool = True) -> SearchSpec:
-    """Parse a SearchSpec body; raises ``ApiError`` (``request_schema`` or ``query_too_long``)."""
-    try:
-        return parse_search_spec(raw, max_query_chars=memseek_setting("MAX_QUERY_CHARS"), allow_system=allow_system)
-    except SpecError as error:
-        raise ApiError("request_schema", str(error), path=error.path or None) from None
-    except QueryTooLong as error:
-        raise ApiError("query_too_long", str(error), path="q") from None
+    """Parse a SearchSpec body; raises ``SpecError`` (``request_schema``) or ``QueryTooLong``."""
+    return parse_search_spec(raw, max_query_chars=memseek_setting("MAX_QUERY_CHARS"), allow_system=allow_system)
 
 
 def search_execute(*, workspace, spec: SearchSpec, view: bool = False) -> SearchOutcome:
-    """Run a parsed search; catalog problems become ``ApiError`` with their code and path."""
-    catalog = catalog_for_workspace(workspace)
-    try:
-        return run_search(workspace=workspace, spec=spec, catalog=catalog, view=view)
-    except ResolveError as error:
-        raise ApiError(error.code, str(error), path=error.path or None) from None
+    """Run a parsed search; raises ``ResolveError`` with the code and path of a catalog problem."""
+    return run_search(workspace=workspace, spec=spec, catalog=catalog_for_workspace(workspace), view=view)
 
 
 def search_respond(*, workspace, spec: SearchSpec, outcome: SearchOutcome, backend_as_list: bool = False,

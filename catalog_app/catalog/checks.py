@@ -1,77 +1,44 @@
-"""Small validation helpers shared by the family validators. Each raises ``CatalogError``
-naming the dotted path of the offending value."""
+"""The strict readers bound for catalog files: each raises ``CatalogError`` (code ``schema``
+unless the caller names one) at the dotted path of the offending value."""
 from __future__ import annotations
 
 import re
+from functools import partial
+
+from memseek_site.parsing import PUBLIC_NAME, at, parse_bool, parse_int, parse_names, parse_number, parse_object, \
+    parse_string
 
 from .errors import CatalogError
 
-PUBLIC_NAME = re.compile(r"^[a-z][a-z0-9._-]{0,63}$")
+__all__ = ("PUBLIC_NAME", "PROCESSOR_NAME", "FIELD_NAME", "SPACE_NAME", "ENV_NAME", "at", "mapping", "name",
+           "integer", "number", "boolean", "string", "name_list")
+
 PROCESSOR_NAME = re.compile(r"^[a-z][a-z0-9_]{0,31}$")
 FIELD_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 SPACE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,63}$")
 
-
-def at(path: str, key) -> str:
-    if isinstance(key, int):
-        return f"{path}[{key}]"
-    return f"{path}.{key}" if path else str(key)
+integer = partial(parse_int, error=CatalogError)
+boolean = partial(parse_bool, error=CatalogError)
+string = partial(parse_string, error=CatalogError)
 
 
-def mapping(value, path: str, *, allowed=None, required=(), code: str = "schema") -> dict:
+def mapping(value, path: str, *, allowed=None, required=(), code: str | None = None) -> dict:
     """``value`` as a mapping whose keys are all in ``allowed`` (``None``: any key) and that has
-    every ``required`` key; the first problem, in a stable order, is raised."""
-    if not isinstance(value, dict):
-        raise CatalogError(path, code, "must be a mapping")
-    for key in value:
-        if allowed is not None and key not in allowed:
-            raise CatalogError(at(path, key), code, f"unknown key {key!r}; allowed: {', '.join(sorted(allowed))}")
-    for key in sorted(required):
-        if key not in value:
-            raise CatalogError(at(path, key), code, "is required")
-    return value
+    every ``required`` key; required keys are checked in sorted order, so the first problem
+    reported does not depend on how a validator spells the set."""
+    return parse_object(value, path, allowed=allowed, required=sorted(required), code=code, error=CatalogError)
 
 
 def name(value, path: str, pattern: re.Pattern = PUBLIC_NAME) -> str:
-    if not isinstance(value, str) or not pattern.fullmatch(value):
-        raise CatalogError(path, "schema", f"{value!r} must match {pattern.pattern}")
-    return value
+    return parse_string(value, path, pattern=pattern, error=CatalogError)
 
 
-def integer(value, path: str, *, minimum: int | None = None, maximum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise CatalogError(path, "schema", f"must be an integer, got {value!r}")
-    if minimum is not None and value < minimum:
-        raise CatalogError(path, "schema", f"must be at least {minimum}")
-    if maximum is not None and value > maximum:
-        raise CatalogError(path, "schema", f"must be at most {maximum}")
-    return value
-
-
-def number(value, path: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        raise CatalogError(path, "schema", f"must be a number, got {value!r}")
-    return value
-
-
-def boolean(value, path: str) -> bool:
-    if not isinstance(value, bool):
-        raise CatalogError(path, "schema", f"must be true or false, got {value!r}")
-    return value
-
-
-def string(value, path: str) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise CatalogError(path, "schema", "must be a non-blank string")
+def number(value, path: str) -> int | float:
+    """A finite number, returned as written (an integer stays one, so content hashes keep it)."""
+    parse_number(value, path, error=CatalogError)
     return value
 
 
 def name_list(value, path: str, pattern: re.Pattern = PUBLIC_NAME) -> list[str]:
-    if not isinstance(value, list):
-        raise CatalogError(path, "schema", "must be a list")
-    for index, item in enumerate(value):
-        name(item, at(path, index), pattern)
-    if len(set(value)) != len(value):
-        raise CatalogError(path, "schema", "must not repeat a name")
-    return list(value)
+    return list(parse_names(value, path, pattern=pattern, error=CatalogError))

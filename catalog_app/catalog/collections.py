@@ -68,28 +68,28 @@ def validate(raw, path: str, catalog: Catalog) -> Validated:
     doc = checks.mapping(raw, path, allowed=_ALLOWED, required={"name", "version", "mode", "schema", "search_profile"})
     name = checks.name(doc["name"], checks.at(path, "name"))
     if name.startswith("_"):
-        raise CatalogError(checks.at(path, "name"), "reserved", "collection names starting with _ are reserved")
+        raise CatalogError("reserved", "collection names starting with _ are reserved", checks.at(path, "name"))
     version = checks.integer(doc["version"], checks.at(path, "version"), minimum=1)
     active = checks.boolean(doc.get("active", False), checks.at(path, "active"))
     mode = doc["mode"]
     if mode not in MODES:
-        raise CatalogError(checks.at(path, "mode"), "schema", f"must be one of {', '.join(MODES)}")
+        raise CatalogError("schema", f"must be one of {', '.join(MODES)}", checks.at(path, "mode"))
     schema = _schema(doc["schema"], checks.at(path, "schema"))
     projection = doc.get("text_projection")
     if projection is not None:
         checks.string(projection, checks.at(path, "text_projection"))
         for ref in PLACEHOLDER.findall(projection):
             if ref not in schema.get("properties", {}):
-                raise CatalogError(checks.at(path, "text_projection"), "template_reference",
-                                   f"{{{{{ref}}}}} is not a property of the schema")
+                raise CatalogError("template_reference", f"{{{{{ref}}}}} is not a property of the schema",
+                                   checks.at(path, "text_projection"))
     required = checks.name_list(doc.get("required_processors", []), checks.at(path, "required_processors"),
                                 checks.PROCESSOR_NAME)
     optional = checks.name_list(doc.get("optional_processors", []), checks.at(path, "optional_processors"),
                                 checks.PROCESSOR_NAME)
     overlap = set(required) & set(optional)
     if overlap:
-        raise CatalogError(checks.at(path, "optional_processors"), "schema",
-                           f"{', '.join(sorted(overlap))} cannot be both required and optional")
+        raise CatalogError("schema", f"{', '.join(sorted(overlap))} cannot be both required and optional",
+                           checks.at(path, "optional_processors"))
     for key, names in (("required_processors", required), ("optional_processors", optional)):
         for index, processor_name in enumerate(names):
             _check_processor(catalog, name, processor_name, key == "required_processors",
@@ -98,13 +98,13 @@ def validate(raw, path: str, catalog: Catalog) -> Validated:
     profiles = _known_profiles(catalog)
     profile = checks.name(doc["search_profile"], checks.at(path, "search_profile"))
     if profile not in profiles:
-        raise CatalogError(checks.at(path, "search_profile"), "search_profile", f"unknown search profile {profile!r}")
+        raise CatalogError("search_profile", f"unknown search profile {profile!r}", checks.at(path, "search_profile"))
     allowed_profiles = checks.name_list(doc.get("allowed_search_profiles", []),
                                         checks.at(path, "allowed_search_profiles"), re.compile(r"^[a-z][a-z0-9_.-]{0,63}$"))
     for index, other in enumerate(allowed_profiles):
         if other not in profiles:
-            raise CatalogError(checks.at(path, f"allowed_search_profiles[{index}]"), "search_profile",
-                               f"unknown search profile {other!r}")
+            raise CatalogError("search_profile", f"unknown search profile {other!r}",
+                               checks.at(path, f"allowed_search_profiles[{index}]"))
     body = {"name": name, "version": version, "mode": mode, "schema": schema, "text_projection": projection,
             "fields": fields, "required_processors": required, "optional_processors": optional,
             "search_profile": profile, "allowed_search_profiles": allowed_profiles,
@@ -118,35 +118,36 @@ def contract_hash(body: dict) -> str:
 
 def _schema(schema, path: str) -> dict:
     if not isinstance(schema, dict):
-        raise CatalogError(path, "collection_schema", "must be a JSON Schema mapping")
+        raise CatalogError("collection_schema", "must be a JSON Schema mapping", path)
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as error:
-        raise CatalogError(path, "collection_schema", f"not a valid JSON Schema 2020-12: {error.message}") from None
+        raise CatalogError("collection_schema", f"not a valid JSON Schema 2020-12: {error.message}", path) from None
     if schema.get("type") != "object":
-        raise CatalogError(checks.at(path, "type"), "collection_schema", "the root must be type: object")
+        raise CatalogError("collection_schema", "the root must be type: object", checks.at(path, "type"))
     text = (schema.get("properties") or {}).get("text")
     if not isinstance(text, dict) or text.get("type") != "string":
-        raise CatalogError(checks.at(path, "properties.text"), "collection_schema",
-                           "the schema must declare a string property text")
+        raise CatalogError("collection_schema", "the schema must declare a string property text",
+                           checks.at(path, "properties.text"))
     if "text" not in (schema.get("required") or []):
-        raise CatalogError(checks.at(path, "required"), "collection_schema", "text must be required")
+        raise CatalogError("collection_schema", "text must be required", checks.at(path, "required"))
     return schema
 
 
 def _check_processor(catalog: Catalog, collection: str, processor_name: str, required: bool, path: str) -> None:
     processor = catalog.value("processor", processor_name)
     if processor is None:
-        raise CatalogError(path, "reference", f"unknown processor {processor_name!r}")
+        raise CatalogError("reference", f"unknown processor {processor_name!r}", path)
     if collection not in processor.input_collections:
-        raise CatalogError(path, "processor_scope",
-                           f"processor {processor_name} does not list {collection} in input.collections")
+        raise CatalogError("processor_scope",
+                           f"processor {processor_name} does not list {collection} in input.collections", path)
     if required and processor.input_types:
-        raise CatalogError(path, "required_processor_scope",
-                           f"required processor {processor_name} narrows input.types; it must apply to every record")
+        raise CatalogError("required_processor_scope",
+                           f"required processor {processor_name} narrows input.types; it must apply to every record",
+                           path)
     if required and processor.kind == "json" and processor.default_output is None:
-        raise CatalogError(path, "required_processor_default",
-                           f"required json processor {processor_name} must declare default_output")
+        raise CatalogError("required_processor_default",
+                           f"required json processor {processor_name} must declare default_output", path)
 
 
 def _fields(raw, path: str, schema: dict, catalog: Catalog, required: list[str]) -> dict:
@@ -159,17 +160,18 @@ def _fields(raw, path: str, schema: dict, catalog: Catalog, required: list[str])
                               required={"path", "type"})
         dotted = spec["path"]
         if not isinstance(dotted, str) or not FIELD_PATH.fullmatch(dotted):
-            raise CatalogError(checks.at(field_path, "path"), "field_path",
-                               "must be content.<name>[.<name>...] or annotations.<processor>[.<name>...]")
+            raise CatalogError("field_path",
+                               "must be content.<name>[.<name>...] or annotations.<processor>[.<name>...]",
+                               checks.at(field_path, "path"))
         declared_type, is_array = _field_type(spec["type"], checks.at(field_path, "type"))
         flags = {flag: checks.boolean(spec.get(flag, False), checks.at(field_path, flag))
                  for flag in ("filter", "sort", "project")}
         if is_array and flags["sort"]:
-            raise CatalogError(checks.at(field_path, "sort"), "field_type", "array fields cannot be sortable")
+            raise CatalogError("field_type", "array fields cannot be sortable", checks.at(field_path, "sort"))
         leaf = _resolve(dotted, schema, catalog, checks.at(field_path, "path"))
         if not _type_matches(leaf, declared_type, is_array):
-            raise CatalogError(checks.at(field_path, "type"), "field_type",
-                               f"{dotted} is not declared as {spec['type']} in its schema")
+            raise CatalogError("field_type", f"{dotted} is not declared as {spec['type']} in its schema",
+                               checks.at(field_path, "type"))
         result[field_name] = {"path": dotted, "type": spec["type"], **flags}
     return result
 
@@ -179,7 +181,7 @@ def _field_type(value, path: str) -> tuple[str, bool]:
         return value[0], True
     if value in FIELD_TYPES:
         return value, False
-    raise CatalogError(path, "field_type", f"must be one of {', '.join(FIELD_TYPES)} or a one-element list of one")
+    raise CatalogError("field_type", f"must be one of {', '.join(FIELD_TYPES)} or a one-element list of one", path)
 
 
 def _resolve(dotted: str, schema: dict, catalog: Catalog, path: str) -> dict:
@@ -189,11 +191,11 @@ def _resolve(dotted: str, schema: dict, catalog: Catalog, path: str) -> dict:
     else:
         processor = catalog.value("processor", parts[1]) if len(parts) > 1 else None
         if processor is None or processor.kind != "json":
-            raise CatalogError(path, "field_path", f"annotations.{parts[1] if len(parts) > 1 else ''} "
-                                                  "is not a json processor")
+            raise CatalogError("field_path", f"annotations.{parts[1] if len(parts) > 1 else ''} "
+                                             "is not a json processor", path)
         leaf = schema_leaf(dict(processor.output_schema), parts[2:]) if len(parts) > 2 else dict(processor.output_schema)
     if leaf is None:
-        raise CatalogError(path, "field_path", f"{dotted} does not resolve in the schema")
+        raise CatalogError("field_path", f"{dotted} does not resolve in the schema", path)
     return leaf
 
 

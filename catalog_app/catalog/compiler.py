@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memseek_site.errors import ApiError
+
 from .errors import CatalogError, CatalogInvalid, CatalogIssue
 from .hashing import definition_hash
 from .registry import Catalog, Definition, Family, Validated, families_in_order
@@ -44,7 +46,7 @@ def compile_catalog(directory: Path, stored: Catalog) -> Compiled:
     """Validate the catalog in ``directory`` against ``stored``; raise ``CatalogInvalid``."""
     directory = Path(directory)
     if not directory.is_dir():
-        raise CatalogInvalid([CatalogIssue(str(directory), "", "file_path", "is not a directory")])
+        raise CatalogInvalid.of([CatalogIssue(str(directory), "", "file_path", "is not a directory")])
     issues: list[CatalogIssue] = []
     families = families_in_order()
     claimed = _claim_files(directory, families, issues)
@@ -59,7 +61,7 @@ def compile_catalog(directory: Path, stored: Catalog) -> Compiled:
             for file, error in family.check_family(catalog):
                 issues.append(CatalogIssue(file, error.path, error.code, error.message))
     if issues:
-        raise CatalogInvalid(issues)
+        raise CatalogInvalid.of(issues)
     return compiled
 
 
@@ -107,7 +109,7 @@ def _read_family_file(directory: Path, file: str, family: Family, catalog: Catal
     for path, raw in items:
         try:
             validated = family.validate(raw, path, catalog)
-        except CatalogError as error:
+        except ApiError as error:  # a validator's error of any class is a problem of this file
             issues.append(CatalogIssue(file, error.path or path, error.code, error.message))
             continue
         result.append(_Incoming(file, path, validated, text))

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memseek_site.errors import ApiError
+
 
 @dataclass(frozen=True, slots=True)
 class CatalogIssue:
@@ -16,19 +18,26 @@ class CatalogIssue:
         return f"{location}: [{self.code}] {self.message}"
 
 
-class CatalogError(Exception):
-    """Raised by a validator for one problem; the compiler collects them."""
+class CatalogError(ApiError):
+    """Raised by a validator for one problem; the compiler collects them.
 
-    def __init__(self, path: str, code: str, message: str):
-        super().__init__(message)
-        self.path = path
-        self.code = code
-        self.message = message
+    Its codes are catalog issue codes (``schema``, ``yaml``, ``search_spec``, ...), reported by
+    the loader and never an HTTP answer, so they are not registered in ``ERROR_STATUS``.
+    """
+
+    codes = None
+    default_code = "schema"
+    root_path = ""
 
 
-class CatalogInvalid(Exception):
+class CatalogInvalid(ApiError):
     """The catalog did not load; ``issues`` lists every problem found."""
 
-    def __init__(self, issues: list[CatalogIssue]):
-        super().__init__("\n".join(str(issue) for issue in issues))
-        self.issues = issues
+    codes = ("catalog_invalid",)
+    issues: list[CatalogIssue]
+
+    @classmethod
+    def of(cls, issues: list[CatalogIssue]) -> CatalogInvalid:
+        error = cls("catalog_invalid", "\n".join(str(issue) for issue in issues))
+        error.issues = issues
+        return error

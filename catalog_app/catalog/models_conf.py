@@ -78,7 +78,7 @@ def validate(raw, path: str, catalog: Catalog) -> Validated:
                          required={"providers", "embedding"})
     providers = checks.mapping(doc["providers"], "providers")
     if not providers:
-        raise CatalogError("providers", "provider", "declare at least one provider")
+        raise CatalogError("provider", "declare at least one provider", "providers")
     normal_providers = {name: _provider(name, body) for name, body in providers.items()}
     aliases = doc.get("aliases") or {}
     checks.mapping(aliases, "aliases")
@@ -86,13 +86,13 @@ def validate(raw, path: str, catalog: Catalog) -> Validated:
     for name, body in aliases.items():
         checks.name(name, f"aliases.{name}", checks.PROCESSOR_NAME)
         if name == "embed":
-            raise CatalogError(f"aliases.{name}", "schema", "the alias name 'embed' is reserved")
+            raise CatalogError("schema", "the alias name 'embed' is reserved", f"aliases.{name}")
         normal_aliases[name] = _alias(name, body, normal_providers)
     embedding = _embedding(doc["embedding"], normal_providers)
     defaults = checks.mapping(doc.get("defaults") or {}, "defaults", allowed={"derivation", "fold"})
     for key, alias in defaults.items():
         if checks.name(alias, f"defaults.{key}", checks.PROCESSOR_NAME) not in normal_aliases:
-            raise CatalogError(f"defaults.{key}", "reference", f"alias {alias!r} is not declared")
+            raise CatalogError("reference", f"alias {alias!r} is not declared", f"defaults.{key}")
     body = {"providers": normal_providers, "aliases": normal_aliases, "embedding": embedding, "defaults": defaults}
     return Validated("models", None, True, body)
 
@@ -104,7 +104,7 @@ def _provider(name: str, raw) -> dict:
                           allowed={"adapter", "base_url", "api_key_env", "json_capability",
                                    "token_limit_field", "json_schema_strict"})
     if body["adapter"] not in ADAPTERS:
-        raise CatalogError(f"{path}.adapter", "provider", f"adapter must be one of {', '.join(ADAPTERS)}")
+        raise CatalogError("provider", f"adapter must be one of {', '.join(ADAPTERS)}", f"{path}.adapter")
     result = {"adapter": body["adapter"], "base_url": None, "api_key_env": None,
               "json_capability": body.get("json_capability", "json_schema"),
               "token_limit_field": body.get("token_limit_field", "max_tokens")}
@@ -119,16 +119,16 @@ def _provider(name: str, raw) -> dict:
         secure = parts is not None and parts.scheme == "https" and bool(host)
         local = parts is not None and parts.scheme == "http" and host in LOCAL_HOSTS
         if not secure and not local:
-            raise CatalogError(f"{path}.base_url", "provider", "must be https:// (http:// only for localhost)")
+            raise CatalogError("provider", "must be https:// (http:// only for localhost)", f"{path}.base_url")
         result["base_url"] = url.rstrip("/")
         if "api_key_env" in body:
             result["api_key_env"] = checks.name(body["api_key_env"], f"{path}.api_key_env", checks.ENV_NAME)
     elif set(body) - {"adapter"}:
-        raise CatalogError(path, "provider", "a sentence_transformers provider takes no options")
+        raise CatalogError("provider", "a sentence_transformers provider takes no options", path)
     if result["json_capability"] not in ("json_schema", "json_object", "none"):
-        raise CatalogError(f"{path}.json_capability", "provider", "must be json_schema, json_object or none")
+        raise CatalogError("provider", "must be json_schema, json_object or none", f"{path}.json_capability")
     if result["token_limit_field"] not in ("max_completion_tokens", "max_tokens"):
-        raise CatalogError(f"{path}.token_limit_field", "provider", "must be max_completion_tokens or max_tokens")
+        raise CatalogError("provider", "must be max_completion_tokens or max_tokens", f"{path}.token_limit_field")
     return result
 
 
@@ -137,18 +137,18 @@ def _alias(name: str, raw, providers: dict) -> dict:
     body = checks.mapping(raw, path, required={"targets"}, allowed={"targets", "params", "context_tokens"})
     targets = body["targets"]
     if not isinstance(targets, list) or not targets:
-        raise CatalogError(f"{path}.targets", "schema", "must be a non-empty list of 'provider:model'")
+        raise CatalogError("schema", "must be a non-empty list of 'provider:model'", f"{path}.targets")
     for index, target in enumerate(targets):
         provider, _, model = str(target).partition(":")
         if provider not in providers or not model:
-            raise CatalogError(f"{path}.targets[{index}]", "reference", f"{target!r} must name a declared provider "
-                               "as 'provider:model'")
+            raise CatalogError("reference", f"{target!r} must name a declared provider "
+                               "as 'provider:model'", f"{path}.targets[{index}]")
         if providers[provider]["adapter"] != "openai_compat":
-            raise CatalogError(f"{path}.targets[{index}]", "provider", "alias targets need an openai_compat provider")
+            raise CatalogError("provider", "alias targets need an openai_compat provider", f"{path}.targets[{index}]")
     params = checks.mapping(body.get("params") or {}, f"{path}.params", allowed={"temperature", "max_output_tokens"})
     temperature = checks.number(params.get("temperature", 0), f"{path}.params.temperature")
     if not 0 <= temperature <= 2:
-        raise CatalogError(f"{path}.params.temperature", "schema", "must be between 0 and 2")
+        raise CatalogError("schema", "must be between 0 and 2", f"{path}.params.temperature")
     max_output = checks.integer(params.get("max_output_tokens", 1200), f"{path}.params.max_output_tokens", minimum=1)
     context = checks.integer(body.get("context_tokens", 60000), f"{path}.context_tokens", minimum=4096)
     return {"targets": list(targets), "params": {"temperature": temperature, "max_output_tokens": max_output},
@@ -159,17 +159,18 @@ def _embedding(raw, providers: dict) -> dict:
     body = checks.mapping(raw, "embedding", required={"provider", "model", "dimensions", "space"},
                           allowed={"provider", "model", "dimensions", "space", "batch", "max_text_chars", "params"})
     if checks.name(body["provider"], "embedding.provider", checks.PROCESSOR_NAME) not in providers:
-        raise CatalogError("embedding.provider", "reference", f"provider {body['provider']!r} is not declared")
+        raise CatalogError("reference", f"provider {body['provider']!r} is not declared", "embedding.provider")
     provider = providers[body["provider"]]
     model = checks.string(body["model"], "embedding.model")
     dimensions = checks.integer(body["dimensions"], "embedding.dimensions", minimum=8, maximum=4096)
     if dimensions > HNSW_MAX_DIMENSIONS:
-        raise CatalogError("embedding.dimensions", "provider",
+        raise CatalogError("provider",
                            f"pgvector's HNSW index holds at most {HNSW_MAX_DIMENSIONS} dimensions; choose a model "
-                           "or a `dimensions` setting at or below that")
+                           "or a `dimensions` setting at or below that", "embedding.dimensions")
     if provider["adapter"] == "sentence_transformers" and (model != LOCAL_MODEL or dimensions != 384):
-        raise CatalogError("embedding.model", "provider",
-                           f"the bundled sentence_transformers provider serves {LOCAL_MODEL} with 384 dimensions")
+        raise CatalogError("provider",
+                           f"the bundled sentence_transformers provider serves {LOCAL_MODEL} with 384 dimensions",
+                           "embedding.model")
     result = {"provider": body["provider"], "model": model, "dimensions": dimensions,
               "space": checks.name(body["space"], "embedding.space", checks.SPACE_NAME),
               "batch": checks.integer(body.get("batch", 64), "embedding.batch", minimum=1, maximum=256),
@@ -187,15 +188,15 @@ def _embedding_params(raw, provider: dict) -> dict:
         return {}
     params = checks.mapping(raw, "embedding.params")
     if params and provider["adapter"] == "sentence_transformers":
-        raise CatalogError("embedding.params", "provider",
+        raise CatalogError("provider",
                            "the bundled sentence_transformers provider takes no params; they are sent to an "
-                           "openai_compat provider's embeddings requests")
+                           "openai_compat provider's embeddings requests", "embedding.params")
     for key in params:
         if key in EMBEDDING_REQUEST_KEYS:
-            raise CatalogError(f"embedding.params.{key}", "schema",
+            raise CatalogError("schema",
                                f"{key} is set by every embeddings request itself (model, input and dimensions come "
                                "from embedding.model, the texts and embedding.dimensions; vectors are read as "
-                               "float lists); remove it from params")
+                               "float lists); remove it from params", f"embedding.params.{key}")
     return dict(params)
 
 

@@ -75,13 +75,13 @@ class Processor:
 
 def validate(raw, path: str, catalog: Catalog) -> Validated:
     if not isinstance(raw, dict):
-        raise CatalogError(path, "schema", "a processor must be a mapping")
+        raise CatalogError("schema", "a processor must be a mapping", path)
     kind = raw.get("kind")
     if kind not in ("embedding", "score", "json"):
-        raise CatalogError(checks.at(path, "kind"), "schema", "must be embedding, score or json")
+        raise CatalogError("schema", "must be embedding, score or json", checks.at(path, "kind"))
     source = raw.get("source") if kind != "embedding" else None
     if kind != "embedding" and source not in ("llm", "client", "constant"):
-        raise CatalogError(checks.at(path, "source"), "schema", "must be llm, client or constant")
+        raise CatalogError("schema", "must be llm, client or constant", checks.at(path, "source"))
     checks.mapping(raw, path, allowed=_ALLOWED[(kind, source)],
                    required={"name", "kind", "input"} | _REQUIRED.get((kind, source), set()))
     name = checks.name(raw["name"], checks.at(path, "name"), checks.PROCESSOR_NAME)
@@ -102,24 +102,24 @@ def validate(raw, path: str, catalog: Catalog) -> Validated:
         body["prompt"] = checks.string(raw["prompt"], checks.at(path, "prompt"))
         models = catalog.value("models", "models")
         if body["model"] not in models.aliases:
-            raise CatalogError(checks.at(path, "model"), "reference",
-                               f"model alias {body['model']!r} is not declared in conf/models.yaml")
+            raise CatalogError("reference", f"model alias {body['model']!r} is not declared in conf/models.yaml",
+                               checks.at(path, "model"))
     return Validated(name, None, True, body)
 
 
 def _score_body(raw: dict, path: str, source: str) -> dict:
     scale = raw["scale"]
     if not isinstance(scale, list) or len(scale) != 2:
-        raise CatalogError(checks.at(path, "scale"), "schema", "must be [low, high]")
+        raise CatalogError("schema", "must be [low, high]", checks.at(path, "scale"))
     low, high = (checks.number(v, checks.at(path, f"scale[{i}]")) for i, v in enumerate(scale))
     if low >= high:
-        raise CatalogError(checks.at(path, "scale"), "schema", "low must be below high")
+        raise CatalogError("schema", "low must be below high", checks.at(path, "scale"))
     body = {"scale": [low, high], "render": checks.boolean(raw.get("render", False), checks.at(path, "render"))}
     for key in ("default", "value"):
         if key in raw:
             value = checks.number(raw[key], checks.at(path, key))
             if not low <= value <= high:
-                raise CatalogError(checks.at(path, key), "schema", f"must lie within the scale [{low}, {high}]")
+                raise CatalogError("schema", f"must lie within the scale [{low}, {high}]", checks.at(path, key))
             body[key] = value
     return body
 
@@ -128,18 +128,18 @@ def _json_body(raw: dict, path: str, source: str) -> dict:
     schema = raw["output_schema"]
     schema_path = checks.at(path, "output_schema")
     if not isinstance(schema, dict) or schema.get("type") != "object":
-        raise CatalogError(schema_path, "output_schema", "must be a JSON Schema with type: object at the root")
+        raise CatalogError("output_schema", "must be a JSON Schema with type: object at the root", schema_path)
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as error:
-        raise CatalogError(schema_path, "output_schema", error.message) from None
+        raise CatalogError("output_schema", error.message, schema_path) from None
     body = {"output_schema": schema, "score_fields": {}}
     if "default_output" in raw:
         errors = list(jsonschema.Draft202012Validator(schema).iter_errors(raw["default_output"]))
         if errors:
-            raise CatalogError(checks.at(path, "default_output"), "default_output", errors[0].message)
+            raise CatalogError("default_output", errors[0].message, checks.at(path, "default_output"))
         if len(canonical_json(raw["default_output"]).encode()) > memseek_setting("MAX_ANNOTATION_BYTES"):
-            raise CatalogError(checks.at(path, "default_output"), "default_output", "exceeds MAX_ANNOTATION_BYTES")
+            raise CatalogError("default_output", "exceeds MAX_ANNOTATION_BYTES", checks.at(path, "default_output"))
         body["default_output"] = raw["default_output"]
     fields = raw.get("score_fields") or {}
     checks.mapping(fields, checks.at(path, "score_fields"))
@@ -148,7 +148,7 @@ def _json_body(raw: dict, path: str, source: str) -> dict:
         checks.name(score_name, field_path, checks.PROCESSOR_NAME)
         leaf = schema_leaf(schema, str(dotted).split("."))
         if leaf is None or leaf.get("type") not in ("number", "integer"):
-            raise CatalogError(field_path, "score_field", f"{dotted!r} is not a numeric leaf of output_schema")
+            raise CatalogError("score_field", f"{dotted!r} is not a numeric leaf of output_schema", field_path)
         body["score_fields"][score_name] = dotted
     return body
 
@@ -180,8 +180,8 @@ def check_family(catalog: Catalog) -> list[tuple[str, CatalogError]]:
         for score_name in processor.score_names:
             if score_name in owners:
                 problems.append((definition.source_file, CatalogError(
-                    "processors", "score_collision",
-                    f"score name {score_name!r} is produced by both {owners[score_name]} and {processor.name}")))
+                    "score_collision", f"score name {score_name!r} is produced by both {owners[score_name]} and "
+                    f"{processor.name}", "processors")))
             owners[score_name] = processor.name
             if len(owners) > MAX_SCORE_NAMES and over_names_file is None:
                 over_names_file = definition.source_file
@@ -189,11 +189,11 @@ def check_family(catalog: Catalog) -> list[tuple[str, CatalogError]]:
         if llm_scorers > MAX_LLM_SCORERS and over_llm_file is None:
             over_llm_file = definition.source_file
     if over_names_file is not None:
-        problems.append((over_names_file, CatalogError("processors", "limit",
-                         f"{len(owners)} score names; at most {MAX_SCORE_NAMES}")))
+        problems.append((over_names_file, CatalogError("limit", f"{len(owners)} score names; at most {MAX_SCORE_NAMES}",
+                                                       "processors")))
     if over_llm_file is not None:
-        problems.append((over_llm_file, CatalogError("processors", "limit",
-                         f"{llm_scorers} llm score processors; at most {MAX_LLM_SCORERS}")))
+        problems.append((over_llm_file, CatalogError(
+            "limit", f"{llm_scorers} llm score processors; at most {MAX_LLM_SCORERS}", "processors")))
     superseded_by: dict[str, str] = {}
     for definition in processors.values():
         processor = definition.value
@@ -210,8 +210,8 @@ def check_family(catalog: Catalog) -> list[tuple[str, CatalogError]]:
         elif _chain_has_cycle(processors, processor.name):
             error = "the supersedes chain is cyclic"
         if error:
-            problems.append((definition.source_file, CatalogError("processors", "supersedes",
-                                                                  f"{processor.name}: {error}")))
+            problems.append((definition.source_file, CatalogError("supersedes", f"{processor.name}: {error}",
+                                                                  "processors")))
         superseded_by[processor.supersedes] = processor.name
     return problems
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 
+from memseek_site.errors import ApiError
+
 from .errors import CatalogError, CatalogIssue
 from .registry import Catalog, Definition, Family, families_in_order
 from .yaml_io import parse_yaml
@@ -43,7 +45,7 @@ def catalog_revalidate(catalog: Catalog, sources: Mapping[tuple[str, str, int], 
             path, raw = found
             try:
                 family.validate(raw, path, catalog)
-            except CatalogError as error:
+            except ApiError as error:  # a validator's error of any class is a problem of this file
                 issues.append(CatalogIssue(definition.source_file, error.path or path, error.code, error.message))
         if family.check_family is not None:
             for file, error in family.check_family(catalog):

@@ -30,9 +30,9 @@ def _construct_mapping(loader, node, deep=False):
         key = loader.construct_object(key_node, deep=deep)
         if not isinstance(key, str):
             shown = repr(key) if isinstance(key_node, yaml.ScalarNode) else "a collection"
-            raise CatalogError("", "yaml", f"mapping key {shown} at {_where(key_node)} must be a string; quote it")
+            raise CatalogError("yaml", f"mapping key {shown} at {_where(key_node)} must be a string; quote it", "")
         if key in seen:
-            raise CatalogError("", "yaml", f"duplicate key {key!r} at {_where(key_node)}")
+            raise CatalogError("yaml", f"duplicate key {key!r} at {_where(key_node)}", "")
         seen.add(key)
     loader.flatten_mapping(node)
     return yaml.SafeLoader.construct_mapping(loader, node, deep)
@@ -41,12 +41,12 @@ def _construct_mapping(loader, node, deep=False):
 def _construct_float(loader, node):
     value = loader.construct_yaml_float(node)
     if not math.isfinite(value):
-        raise CatalogError("", "yaml", f"{node.value} at {_where(node)} is not a finite number")
+        raise CatalogError("yaml", f"{node.value} at {_where(node)} is not a finite number", "")
     return value
 
 
 def _construct_not_json(loader, node):
-    raise CatalogError("", "yaml", f"{node.tag} at {_where(node)} has no JSON equivalent")
+    raise CatalogError("yaml", f"{node.tag} at {_where(node)} has no JSON equivalent", "")
 
 
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
@@ -65,4 +65,4 @@ def parse_yaml(text: str):
     except CatalogError:
         raise
     except yaml.YAMLError as error:
-        raise CatalogError("", "yaml", str(error).replace("\n", " ")) from None
+        raise CatalogError("yaml", str(error).replace("\n", " "), "") from None

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.db.models import F
 
+from memseek_site.errors import ApiError
+
 from ..catalog.errors import CatalogIssue
 from ..catalog.registry import Catalog
 from ..catalog.revalidate import catalog_revalidate
@@ -34,20 +36,19 @@ ACTIVATABLE_FAMILIES = ("collection", "view")
 _SHOWN_ISSUES = 5
 
 
-class ActivationRefused(Exception):
+class ActivationRefused(ApiError):
     """The activation cannot happen; nothing was written.
 
     ``message`` says why and what to do; ``issues`` lists every ``CatalogIssue`` when the
-    result would not load (empty otherwise); ``code`` is one of ``unsupported_family``,
-    ``invalid_version``, ``definition_not_found``, ``already_active``, ``would_not_load``.
+    result would not load (empty otherwise). The admin and the management command report it.
     """
 
-    def __init__(self, message: str, issues: tuple[CatalogIssue, ...] | list[CatalogIssue] = (), *,
-                 code: str = "would_not_load"):
-        super().__init__(message)
-        self.message = message
+    codes = ("unsupported_family", "invalid_version", "definition_not_found", "already_active", "would_not_load")
+
+    def __init__(self, code: str, message: str, path: str | None = None, extra=None, *,
+                 issues: tuple[CatalogIssue, ...] | list[CatalogIssue] = ()):
+        super().__init__(code, message, path, extra)
         self.issues = tuple(issues)
-        self.code = code
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,21 +98,21 @@ class DefinitionActivation:
     def _plan(self, workspace: Workspace) -> ActivationPlan:
         if self.family not in ACTIVATABLE_FAMILIES:
             raise ActivationRefused(
+                "unsupported_family",
                 f"{self.family!r} definitions are not activated by hand; only {' and '.join(ACTIVATABLE_FAMILIES)} "
-                "versions are (processors, models, rank defaults and search profiles follow the newest load)",
-                code="unsupported_family")
+                "versions are (processors, models, rank defaults and search profiles follow the newest load)")
         if isinstance(self.version, bool) or not isinstance(self.version, int) or self.version < 1:
-            raise ActivationRefused(f"version must be a positive integer, got {self.version!r}", code="invalid_version")
+            raise ActivationRefused("invalid_version", f"version must be a positive integer, got {self.version!r}")
         label = f"{self.family} {self.name}@{self.version}"
         catalog = load_stored_catalog(workspace)
         target = catalog.get(self.family, self.name, self.version)
         if target is None:
             known = ", ".join(str(d.version) for d in catalog.versions(self.family, self.name))
             hint = f"loaded versions: {known}" if known else f"no {self.family} named {self.name!r} is loaded"
-            raise ActivationRefused(f"{label} is not loaded in workspace {workspace.name} ({hint})",
-                                    code="definition_not_found")
+            raise ActivationRefused("definition_not_found",
+                                    f"{label} is not loaded in workspace {workspace.name} ({hint})")
         if target.active:
-            raise ActivationRefused(f"{label} is already active; nothing to do", code="already_active")
+            raise ActivationRefused("already_active", f"{label} is already active; nothing to do")
         current = next((d for d in catalog.versions(self.family, self.name) if d.active), None)
         would_be = Catalog(dict(catalog.definitions))
         if current is not None:
@@ -120,7 +121,8 @@ class DefinitionActivation:
         sources = _sources(workspace)
         issues = catalog_revalidate(would_be, sources)
         if issues:
-            raise ActivationRefused(_would_not_load(label, issues, catalog_revalidate(catalog, sources)), issues)
+            message = _would_not_load(label, issues, catalog_revalidate(catalog, sources))
+            raise ActivationRefused("would_not_load", message, issues=issues)
         return ActivationPlan(workspace.pk, self.family, self.name, current.version if current else None,
                               self.version)
 

@@ -32,6 +32,7 @@ from django.utils import timezone
 from psycopg.types.json import Jsonb
 
 from memseek_site.conf import memseek_setting
+from memseek_site.errors import ApiError
 
 from ..catalog.hashing import definition_hash, vector_text_and_hash
 from ..catalog.models_conf import ModelsConfig
@@ -67,15 +68,20 @@ class EnrichmentOutcome:
                 "skipped": len(self.skipped), "deferred": len(self.deferred)}
 
 
-class EnrichmentDeferred(Exception):
+class EnrichmentDeferred(ApiError):
     """Some records wait for a provider that failed transiently; everything else was written.
 
     ``record_ids`` are the records to enrich again later (with backoff)."""
 
-    def __init__(self, outcome: EnrichmentOutcome):
-        super().__init__(f"{len(outcome.deferred)} record(s) wait for a model provider")
-        self.outcome = outcome
-        self.record_ids = list(outcome.deferred)
+    codes = ("enrichment_deferred",)
+    outcome: EnrichmentOutcome
+    record_ids: list[str]
+
+    @classmethod
+    def of(cls, outcome: EnrichmentOutcome) -> EnrichmentDeferred:
+        error = cls("enrichment_deferred", f"{len(outcome.deferred)} record(s) wait for a model provider")
+        error.outcome, error.record_ids = outcome, list(outcome.deferred)
+        return error
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +124,7 @@ def records_enrich(*, record_ids: Iterable, final_attempt: bool = True, pool: in
     for start in range(0, len(ids), size):
         _enrich_batch(ids[start:start + size], final_attempt, outcome)
     if outcome.deferred and not final_attempt:
-        raise EnrichmentDeferred(outcome)
+        raise EnrichmentDeferred.of(outcome)
     return outcome
 
 

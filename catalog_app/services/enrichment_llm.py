@@ -66,14 +66,15 @@ def _parse(processor: Processor, schema: dict, content: str):
     if processor.kind == "score":
         score = value.get("score")
         if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
-            raise ProviderInvalid(f'"score" must be a finite number, got {score!r}')
+            raise ProviderInvalid("provider_invalid", f'"score" must be a finite number, got {score!r}')
         return score
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(value))
     if error is not None:
         location = ".".join(str(part) for part in error.absolute_path) or "(root)"
-        raise ProviderInvalid(f"the object does not match the output schema at {location}: {error.message}")
+        raise ProviderInvalid("provider_invalid",
+                              f"the object does not match the output schema at {location}: {error.message}")
     if len(canonical_json(value).encode()) > memseek_setting("MAX_ANNOTATION_BYTES"):
-        raise ProviderInvalid("the object exceeds MAX_ANNOTATION_BYTES")
+        raise ProviderInvalid("provider_invalid", "the object exceeds MAX_ANNOTATION_BYTES")
     return value
 
 

@@ -56,7 +56,7 @@ def draft_approve(*, workspace: Workspace, draft_id: uuid.UUID, actor: str) -> R
     if active is not None and active.seq > draft.seq:
         raise ApiError("promotion_stale", f"The active value of this slot changed after draft {draft.id} was "
                        f"written (now record {active.id}); review the slot again and write a new draft if "
-                       "it is still wanted.", path="id", active_id=str(active.id))
+                       "it is still wanted.", path="id", extra={"active_id": str(active.id)})
     parents = [str(draft.id)] + ([str(active.id)] if active is not None else [])
     item = {"entity": draft.entity, "collection": draft.collection, "collection_version": draft.collection_version,
             "type": draft.type, "key": draft.key, "status": "active", "derived_from": parents}
@@ -121,7 +121,7 @@ def _pending_draft(workspace: Workspace, draft_id: uuid.UUID, verb: str) -> Reco
     if newer is not None:
         raise ApiError("promotion_stale", f"Draft {draft.id} is no longer the pending draft of its slot: record "
                        f"{newer} replaced or withdrew it. Review the slot's current draft instead.", path="id",
-                       current_draft_id=str(newer))
+                       extra={"current_draft_id": str(newer)})
     return draft
 
 
@@ -162,5 +162,5 @@ def _write(workspace: Workspace, item: dict, draft: Record, what: str) -> Record
     except ApiError as error:
         detail = error.detail.removeprefix("records[0]: ")
         raise ApiError(error.code, f"Draft {draft.id} cannot be written as {what}: {detail}", path="id",
-                       **error.extra) from None
+                       extra=error.extra) from None
     return Record.objects.defer(*_UNREAD_COLUMNS).get(pk=result.inserted[0].id)

@@ -5,14 +5,16 @@ import re
 
 from django.db import transaction
 
+from memseek_site.errors import ApiError
+
 from ..auth import generate_key
 from ..models import ApiKey, Workspace, WORKSPACE_NAME_PATTERN
 
 _NAME = re.compile(WORKSPACE_NAME_PATTERN)
 
 
-class WorkspaceExists(Exception):
-    pass
+class WorkspaceExists(ApiError):
+    codes = ("workspace_exists",)
 
 
 @transaction.atomic
@@ -24,7 +26,7 @@ def workspace_create(*, name: str) -> tuple[Workspace, str]:
     if not _NAME.fullmatch(name):
         raise ValueError(f"workspace name {name!r} must match {WORKSPACE_NAME_PATTERN}")
     if Workspace.objects.filter(name=name).exists():
-        raise WorkspaceExists(f"workspace {name!r} already exists")
+        raise WorkspaceExists("workspace_exists", f"workspace {name!r} already exists")
     workspace = Workspace.objects.create(name=name)
     key = api_key_create(workspace=workspace)
     return workspace, key

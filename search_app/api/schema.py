@@ -33,6 +33,21 @@ class SearchHitSerializer(serializers.Serializer):
     score = serializers.FloatField(allow_null=True)
     rank_score = serializers.FloatField(required=False)
     source_ranks = serializers.DictField(child=serializers.IntegerField(), required=False)
+    # Present when named in the SearchSpec's include, fields or annotations.
+    text = serializers.CharField(required=False, help_text="Middle-truncated to INCLUDE_TEXT_LIMIT characters.")
+    scores = serializers.DictField(child=serializers.FloatField(), required=False)
+    collection = serializers.CharField(required=False)
+    collection_version = serializers.IntegerField(required=False)
+    entity = serializers.CharField(required=False)
+    type = serializers.CharField(required=False)
+    key = serializers.CharField(required=False, allow_null=True)
+    status = serializers.CharField(required=False)
+    depth = serializers.IntegerField(required=False)
+    occurred_at = serializers.DateTimeField(required=False)
+    created_at = serializers.DateTimeField(required=False)
+    run_id = serializers.UUIDField(required=False, allow_null=True)
+    fields = serializers.DictField(required=False, help_text="Projected declared fields by name.")
+    annotations = serializers.DictField(required=False, help_text="Processor outputs by name (null: none yet).")
 
 
 class SearchResponseSerializer(serializers.Serializer):

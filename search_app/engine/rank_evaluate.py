@@ -12,18 +12,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
 
+from memseek_site.errors import ApiError
+
 from .rank_expression import AgeHours, Const, Decay, Max, Normalize, Product, RankNode, Saturate, Score, Sum, rank_children
 
 
-class RankEvaluationError(Exception):
+class RankEvaluationError(ApiError):
     """Evaluation produced a non-finite value; ``path`` names the node that produced it."""
 
-    code = "rank_evaluation"
-
-    def __init__(self, path: str, message: str):
-        super().__init__(f"{path}: {message}" if path else message)
-        self.path = path
-        self.message = message
+    path_in_detail = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +68,8 @@ def _evaluate(node: RankNode, candidates: tuple[Signals, ...], now: datetime, pa
         values = [_signal(node, candidate, now) for candidate in candidates]
     for index, value in enumerate(values):
         if not math.isfinite(value):
-            raise RankEvaluationError(path, f"{node.op} produced a non-finite value ({value}) for candidate {index}; "
-                                            "every value a rank expression produces must be finite")
+            raise RankEvaluationError("rank_evaluation", f"{node.op} produced a non-finite value ({value}) for "
+                                      f"candidate {index}; every value a rank expression produces must be finite", path)
     return values
 
 

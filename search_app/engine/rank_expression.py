@@ -19,11 +19,13 @@ Pure Python: no Django imports.
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import ClassVar, Union
+
+from memseek_site.errors import ApiError, RequestError
+from memseek_site.parsing import fail, parse_number
 
 MAX_DEPTH = 5
 MAX_NODES = 16
@@ -38,19 +40,12 @@ QUERY_SIGNAL_MODES: Mapping[str, tuple[str, ...]] = MappingProxyType({
 })
 
 
-class RankError(Exception):
+class RankError(RequestError):
     """An invalid rank expression. ``path`` is the indexed location, ``message`` says what to fix.
 
-    ``code`` is the envelope code a request parser should use (``request_schema``); catalog
-    loaders re-raise under their own code.
+    The parser and ``validate_rank`` raise the error class their caller passes (a SearchSpec
+    raises ``SpecError``, a catalog file ``CatalogError``); this one is the default.
     """
-
-    code = "request_schema"
-
-    def __init__(self, path: str, message: str):
-        super().__init__(f"{path}: {message}" if path else message)
-        self.path = path
-        self.message = message
 
 
 # --- the AST ----------------------------------------------------------------------------------
@@ -182,40 +177,45 @@ SHIPPED_DEFAULT_VARIANTS: Mapping[str, list] = MappingProxyType({
 
 # --- parsing ----------------------------------------------------------------------------------
 
-def parse_rank(raw, path: str = "rank") -> RankNode:
+def parse_rank(raw, path: str = "rank", *, error: type[ApiError] = RankError) -> RankNode:
     """Parse the list form ``[operator, argument, ...]`` into a frozen AST.
 
-    Takes the decoded YAML/JSON value and the path to report errors under. Returns the root
-    node. Raises ``RankError(path, message)`` for anything malformed: not a list, unknown
-    operator, wrong arity, non-finite or boolean numbers, an unknown ``age_hours`` field, bad
-    ``saturate``/``decay`` options, more than ``MAX_DEPTH`` levels or ``MAX_NODES`` nodes.
+    Takes the decoded YAML/JSON value, the path to report errors under and the error class to
+    raise. Returns the root node. Raises ``error`` at the offending path for anything
+    malformed: not a list, unknown operator, wrong arity, non-finite or boolean numbers, an
+    unknown ``age_hours`` field, bad ``saturate``/``decay`` options, more than ``MAX_DEPTH``
+    levels or ``MAX_NODES`` nodes.
     Mode and scorer-name checks are ``validate_rank``'s job.
     """
-    return _Parser(path).node(raw, path, 1)
+    return _Parser(path, error).node(raw, path, 1)
 
 
 class _Parser:
-    def __init__(self, root_path: str):
+    def __init__(self, root_path: str, error: type[ApiError]):
         self.root_path = root_path
+        self.error = error
         self.count = 0
 
     def node(self, raw, path: str, depth: int) -> RankNode:
         if depth > MAX_DEPTH:
-            raise RankError(path, f"nests deeper than {MAX_DEPTH} levels; flatten the expression")
+            raise fail(path, f"nests deeper than {MAX_DEPTH} levels; flatten the expression", error=self.error)
         self.count += 1
         if self.count > MAX_NODES:
-            raise RankError(self.root_path, f"has more than {MAX_NODES} nodes (the one past the limit is at {path})")
+            raise fail(self.root_path, f"has more than {MAX_NODES} nodes (the one past the limit is at {path})",
+                       error=self.error)
         if not isinstance(raw, (list, tuple)):
-            raise RankError(path, f"must be a list [operator, argument, ...], got {_type_name(raw)}")
+            raise fail(path, f"must be a list [operator, argument, ...], got {_type_name(raw)}", error=self.error)
         if not raw:
-            raise RankError(path, "must not be empty; the first item is the operator")
+            raise fail(path, "must not be empty; the first item is the operator", error=self.error)
         op = raw[0]
         if not isinstance(op, str):
-            raise RankError(f"{path}[0]", f"the operator must be a string, got {_type_name(op)}")
+            raise fail(f"{path}[0]", f"the operator must be a string, got {_type_name(op)}", error=self.error)
         if op not in _USAGE:
-            raise RankError(f"{path}[0]", f"unknown operator {op!r}; expected one of {', '.join(OPERATORS)}")
+            raise fail(f"{path}[0]", f"unknown operator {op!r}; expected one of {', '.join(OPERATORS)}",
+                       error=self.error)
         if len(raw) != _ARITY[op]:
-            raise RankError(path, f"{op} takes {_ARITY[op] - 1} argument(s), got {len(raw) - 1}; write {_USAGE[op]}")
+            raise fail(path, f"{op} takes {_ARITY[op] - 1} argument(s), got {len(raw) - 1}; write {_USAGE[op]}",
+                       error=self.error)
         return getattr(self, f"_{op}")(raw, path, depth)
 
     def _similarity(self, raw, path, depth):
@@ -230,21 +230,23 @@ class _Parser:
     def _score(self, raw, path, depth):
         name = raw[1]
         if not isinstance(name, str) or not name.strip():
-            raise RankError(f"{path}[1]", "the score name must be a non-blank string")
+            raise fail(f"{path}[1]", "the score name must be a non-blank string", error=self.error)
         return Score(name)
 
     def _age_hours(self, raw, path, depth):
         if raw[1] not in AGE_FIELDS:
-            raise RankError(f"{path}[1]", f"age_hours reads one of {', '.join(AGE_FIELDS)}, got {raw[1]!r}")
+            raise fail(f"{path}[1]", f"age_hours reads one of {', '.join(AGE_FIELDS)}, got {raw[1]!r}",
+                       error=self.error)
         return AgeHours(raw[1])
 
     def _const(self, raw, path, depth):
-        return Const(_finite(raw[1], f"{path}[1]"))
+        return Const(parse_number(raw[1], f"{path}[1]", error=self.error))
 
     def _children(self, raw, path, depth) -> tuple[RankNode, ...]:
         items = raw[1]
         if not isinstance(items, (list, tuple)) or not items:
-            raise RankError(f"{path}[1]", f"{raw[0]} takes a non-empty list of expressions; write {_USAGE[raw[0]]}")
+            raise fail(f"{path}[1]", f"{raw[0]} takes a non-empty list of expressions; write {_USAGE[raw[0]]}",
+                       error=self.error)
         return tuple(self.node(item, f"{path}[1][{index}]", depth + 1) for index, item in enumerate(items))
 
     def _sum(self, raw, path, depth):
@@ -254,7 +256,7 @@ class _Parser:
         return Max(self._children(raw, path, depth))
 
     def _product(self, raw, path, depth):
-        factor = _finite(raw[1], f"{path}[1]")
+        factor = parse_number(raw[1], f"{path}[1]", error=self.error)
         return Product(factor, self.node(raw[2], f"{path}[2]", depth + 1))
 
     def _normalize(self, raw, path, depth):
@@ -264,19 +266,19 @@ class _Parser:
         child = self.node(raw[1], f"{path}[1]", depth + 1)
         options, options_path = raw[2], f"{path}[2]"
         if not isinstance(options, Mapping):
-            raise RankError(options_path, f"{raw[0]} options must be an object {{midpoint, exponent}}, "
-                                          f"got {_type_name(options)}")
+            raise fail(options_path, f"{raw[0]} options must be an object {{midpoint, exponent}}, "
+                                     f"got {_type_name(options)}", error=self.error)
         for key in options:
             if key not in SHAPE_OPTIONS:
-                raise RankError(f"{options_path}.{key}",
-                                f"unknown option; {raw[0]} takes exactly midpoint and exponent")
+                raise fail(f"{options_path}.{key}", f"unknown option; {raw[0]} takes exactly midpoint and exponent",
+                           error=self.error)
         values = []
         for key in SHAPE_OPTIONS:
             if key not in options:
-                raise RankError(f"{options_path}.{key}", "is required")
-            value = _finite(options[key], f"{options_path}.{key}")
+                raise fail(f"{options_path}.{key}", "is required", error=self.error)
+            value = parse_number(options[key], f"{options_path}.{key}", error=self.error)
             if value <= 0:
-                raise RankError(f"{options_path}.{key}", f"must be greater than 0, got {options[key]!r}")
+                raise fail(f"{options_path}.{key}", f"must be greater than 0, got {options[key]!r}", error=self.error)
             values.append(value)
         return child, values[0], values[1]
 
@@ -285,18 +287,6 @@ class _Parser:
 
     def _decay(self, raw, path, depth):
         return Decay(*self._shape(raw, path, depth))
-
-
-def _finite(value, path: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise RankError(path, f"expected a number, got {_type_name(value)}")
-    try:
-        number = float(value)
-    except OverflowError:
-        number = math.inf
-    if not math.isfinite(number):
-        raise RankError(path, "must be a finite number")
-    return number
 
 
 def _type_name(value) -> str:
@@ -334,37 +324,38 @@ def rank_node_count(node: RankNode) -> int:
 
 
 def validate_rank(node: RankNode, *, mode: str | None, score_names: Collection[str], post_fusion: bool = False,
-                  path: str = "rank") -> None:
+                  path: str = "rank", error: type[ApiError] = RankError) -> None:
     """Check a parsed expression against where it runs.
 
     ``mode`` is the search mode (``vector``, ``text``, ``hybrid``, ``recent``; ``structured``
     accepts no rank at all); it is ignored when ``post_fusion`` is true. ``score_names`` are the
     declared score names reachable by the search. ``post_fusion`` marks a multi-source
     ``boost``, which may use only ``score``, ``age_hours``, ``const`` and shapers.
-    Returns None. Raises ``RankError`` naming the offending node's path; ``ValueError`` for a
-    mode that is not one of ``MODES``.
+    Returns None. Raises ``error`` (default ``RankError``) naming the offending node's path;
+    ``ValueError`` for a mode that is not one of ``MODES``.
     """
     if not post_fusion:
         if mode not in MODES:
             raise ValueError(f"unknown search mode {mode!r}")
         if mode == "structured":
-            raise RankError(path, "structured search is ordered by order_by; rank is not allowed")
-    _validate(node, path, mode, frozenset(score_names), post_fusion)
+            raise fail(path, "structured search is ordered by order_by; rank is not allowed", error=error)
+    _validate(node, path, mode, frozenset(score_names), post_fusion, error)
 
 
-def _validate(node: RankNode, path: str, mode: str | None, score_names: frozenset[str], post_fusion: bool) -> None:
+def _validate(node: RankNode, path: str, mode: str | None, score_names: frozenset[str], post_fusion: bool,
+              error: type[ApiError]) -> None:
     if node.op in QUERY_SIGNAL_MODES:
         if post_fusion:
-            raise RankError(path, f"{node.op} depends on the query and cannot be used in a post-fusion boost; "
-                                  "use score, age_hours, const and shapers")
+            raise fail(path, f"{node.op} depends on the query and cannot be used in a post-fusion boost; "
+                             "use score, age_hours, const and shapers", error=error)
         allowed = QUERY_SIGNAL_MODES[node.op]
         if mode not in allowed:
-            raise RankError(path, f"{node.op} is available only in {' and '.join(allowed)} mode, not {mode}")
+            raise fail(path, f"{node.op} is available only in {' and '.join(allowed)} mode, not {mode}", error=error)
     elif isinstance(node, Score) and node.name not in score_names:
         known = ", ".join(sorted(score_names)) or "none declared"
-        raise RankError(f"{path}[1]", f"unknown score {node.name!r}; declared scores: {known}")
+        raise fail(f"{path}[1]", f"unknown score {node.name!r}; declared scores: {known}", error=error)
     for child, child_path in rank_children(node, path):
-        _validate(child, child_path, mode, score_names, post_fusion)
+        _validate(child, child_path, mode, score_names, post_fusion, error)
 
 
 def rank_signals(node: RankNode) -> frozenset[str]:

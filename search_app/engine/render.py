@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Protocol
 
-from catalog_app.catalog.checks import PUBLIC_NAME
 from catalog_app.text import truncate_middle
+from memseek_site.parsing import PUBLIC_NAME
 
 from .tokens import count_tokens, take_prefix_within_budget
 

@@ -85,9 +85,9 @@ def _ask(models: ModelsConfig, user: str, sent: list[str]) -> dict[str, float]:
     except ProviderTimeout:
         raise ApiError("rerank_timeout", f"the reranking model did not answer within {TIMEOUT_S} s") from None
     except ProviderInvalid as error:
-        raise ApiError("rerank_invalid", f"the reranking model's answer is unusable: {error}") from None
+        raise error.prefixed("the reranking model's answer is unusable", code="rerank_invalid") from None
     except ProviderError as error:
-        raise ApiError("rerank_unavailable", f"the reranking model is unavailable: {error}") from None
+        raise error.prefixed("the reranking model is unavailable", code="rerank_unavailable") from None
     return validate_judgments(answer, sent)
 
 

@@ -17,9 +17,10 @@ from types import MappingProxyType
 from catalog_app.catalog.collections import Collection, DeclaredField
 from catalog_app.catalog.processors import supersession_chain
 from catalog_app.catalog.registry import Catalog
+from memseek_site.errors import RequestError
 
 from .profiles import search_profile
-from .rank_expression import RankError, RankNode, validate_rank
+from .rank_expression import RankNode, validate_rank
 from .spec import SYSTEM_COLLECTION, Condition, SearchSpec, Source
 
 MODE_NEEDS = {"vector": ("vector",), "text": ("text",), "hybrid": ("vector", "text"), "recent": ("recent",),
@@ -28,12 +29,8 @@ RANGE_OPERATORS = ("gt", "gte", "lt", "lte")
 RANGE_TYPES = ("number", "integer", "datetime")
 
 
-class ResolveError(Exception):
-    def __init__(self, code: str, path: str, message: str):
-        super().__init__(f"{path}: {message}" if path else message)
-        self.code = code
-        self.path = path
-        self.message = message
+class ResolveError(RequestError):
+    """A SearchSpec that breaks a rule of the catalog it runs against; ``code`` names the rule."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,14 +86,15 @@ def _resolve_source(spec, source: Source, path: str, catalog: Catalog, score_nam
     found = search_profile(catalog, profile)
     backend = found.backend
     if not found.usable:
-        raise ResolveError("search_backend_unavailable", _at(path, "scope.collections"),
-                           f"search profile {profile} uses the {backend} backend, which is not available here")
+        raise ResolveError("search_backend_unavailable",
+                           f"search profile {profile} uses the {backend} backend, which is not available here",
+                           _at(path, "scope.collections"))
     for needed in MODE_NEEDS[source.mode]:
         if needed not in found.capabilities:
-            raise ResolveError("capability", _at(path, "mode"),
-                               f"search profile {profile} ({backend}) cannot run {source.mode} search")
+            raise ResolveError("capability", f"search profile {profile} ({backend}) cannot run {source.mode} search",
+                               _at(path, "mode"))
     if source.order_by and source.mode != "structured":
-        raise ResolveError("field_order", _at(path, "order_by"), "order_by is only used by structured search")
+        raise ResolveError("field_order", "order_by is only used by structured search", _at(path, "order_by"))
     fields: dict[str, dict] = {}
     for condition in source.where:
         where_path = _at(path, f"where.{condition.field}")
@@ -122,21 +120,22 @@ def _versions(source: Source, path: str, catalog: Catalog, view: bool) -> tuple[
     scope_path = _at(path, "scope.collections")
     names = source.scope.collections
     if not names and source.name is not None:
-        raise ResolveError("search_scope", scope_path, "each combined source must name its collections")
+        raise ResolveError("search_scope", "each combined source must name its collections", scope_path)
     if not names:
         if view:
-            raise ResolveError("search_scope", scope_path, "a view must name its collections explicitly")
+            raise ResolveError("search_scope", "a view must name its collections explicitly", scope_path)
         names = tuple(catalog.names("collection"))
         if not names:
-            raise ResolveError("no_catalog", scope_path, "this workspace has no collections yet")
+            raise ResolveError("no_catalog", "this workspace has no collections yet", scope_path)
     versions = []
     for index, name in enumerate(names):
         if name == SYSTEM_COLLECTION:
-            raise ResolveError("reserved", f"{scope_path}[{index}]",
-                               "run records are not searchable here" if not view else "a view may not read _system")
+            raise ResolveError("reserved",
+                               "run records are not searchable here" if not view else "a view may not read _system",
+                               f"{scope_path}[{index}]")
         stored = catalog.versions("collection", name)
         if not stored:
-            raise ResolveError("unknown_collection", f"{scope_path}[{index}]", f"unknown collection {name!r}")
+            raise ResolveError("unknown_collection", f"unknown collection {name!r}", f"{scope_path}[{index}]")
         pinned = source.scope.pinned_versions(name)
         if pinned is None:
             versions.extend(definition.value for definition in stored)
@@ -144,8 +143,8 @@ def _versions(source: Source, path: str, catalog: Catalog, view: bool) -> tuple[
         by_number = {definition.version: definition.value for definition in stored}
         for position, number in enumerate(pinned):
             if number not in by_number:
-                raise ResolveError("unknown_collection", _at(path, f"scope.collection_versions.{name}[{position}]"),
-                                   f"collection {name} has no version {number}")
+                raise ResolveError("unknown_collection", f"collection {name} has no version {number}",
+                                   _at(path, f"scope.collection_versions.{name}[{position}]"))
             versions.append(by_number[number])
     return tuple(versions)
 
@@ -156,9 +155,9 @@ def _profile(versions, path: str, catalog: Catalog) -> str:
         active = catalog.value("collection", collection.name)
         profiles.add((active or collection).search_profile)
     if len(profiles) != 1:
-        raise ResolveError("search_profile", _at(path, "scope.collections"),
-                           f"these collections are indexed by different search profiles ({', '.join(sorted(profiles))}); "
-                           "split them into separate sources")
+        raise ResolveError("search_profile", "these collections are indexed by different search profiles "
+                           f"({', '.join(sorted(profiles))}); split them into separate sources",
+                           _at(path, "scope.collections"))
     return profiles.pop()
 
 
@@ -171,15 +170,15 @@ def _field(name: str, versions, catalog: Catalog, path: str, fields: dict, use: 
     for collection in versions:
         declared = collection.fields.get(name)
         if declared is None:
-            raise ResolveError("field_reference", path, f"field {name!r} is not declared in collection "
-                               f"{collection.name} version {collection.version}")
+            raise ResolveError("field_reference", f"field {name!r} is not declared in collection "
+                               f"{collection.name} version {collection.version}", path)
         if signature is not None and declared.signature != signature:
-            raise ResolveError("field_compatibility", path, f"field {name!r} is declared differently across the "
-                               "collection versions in scope")
+            raise ResolveError("field_compatibility", f"field {name!r} is declared differently across the "
+                               "collection versions in scope", path)
         signature = declared.signature
         if not getattr(declared, use):
-            raise ResolveError("field_permission", path, f"field {name!r} is not declared {_PERMISSION[use]} in "
-                               f"{collection.name} version {collection.version}")
+            raise ResolveError("field_permission", f"field {name!r} is not declared {_PERMISSION[use]} in "
+                               f"{collection.name} version {collection.version}", path)
         by_version[(collection.name, collection.version)] = FieldAccess(declared, field_paths(declared, catalog))
     if use in ("filter", "sort") and annotation_must_be_required:
         _check_annotation_backed(name, by_version, versions, catalog, path)
@@ -200,44 +199,44 @@ def _check_annotation_backed(name, by_version, versions, catalog, path: str) -> 
             continue
         chain = {p[1] for p in access.paths}
         if not chain & set(collection.required_processors):
-            raise ResolveError("required_annotation", path, f"field {name!r} reads an annotation that is not from a "
-                               f"required processor of {collection.name} version {collection.version}")
+            raise ResolveError("required_annotation", f"field {name!r} reads an annotation that is not from a "
+                               f"required processor of {collection.name} version {collection.version}", path)
 
 
 def _check_annotation(name: str, versions, catalog: Catalog, path: str) -> None:
     if catalog.value("processor", name) is None:
-        raise ResolveError("unknown_annotation", path, f"no processor named {name!r}")
+        raise ResolveError("unknown_annotation", f"no processor named {name!r}", path)
     for collection in versions:
         if name not in collection.required_processors:
-            raise ResolveError("required_annotation", path, f"{name} is not a required processor of "
-                               f"{collection.name} version {collection.version}")
+            raise ResolveError("required_annotation", f"{name} is not a required processor of "
+                               f"{collection.name} version {collection.version}", path)
 
 
 def _check_operator(condition: Condition, declared: DeclaredField, path: str) -> None:
     op, operand = condition.op, condition.operand
     if op in RANGE_OPERATORS and (declared.is_array or declared.type not in RANGE_TYPES):
-        raise ResolveError("field_operator", path, f"{op} works on number, integer and datetime fields, not "
-                           f"{_type_label(declared)}")
+        raise ResolveError("field_operator", f"{op} works on number, integer and datetime fields, not "
+                           f"{_type_label(declared)}", path)
     if op in ("contains_any", "contains_all") and not declared.is_array:
-        raise ResolveError("field_operator", path, f"{op} needs a list field; {condition.field} holds one value")
+        raise ResolveError("field_operator", f"{op} needs a list field; {condition.field} holds one value", path)
     if op == "in" and declared.is_array:
-        raise ResolveError("field_operator", path, "in works on single values; use contains_any for lists")
+        raise ResolveError("field_operator", "in works on single values; use contains_any for lists", path)
     if op == "exists":
         return
     if op == "eq" and declared.is_array:
         if not isinstance(operand, tuple):
-            raise ResolveError("field_operand", path, "eq on a list field compares the whole list; send a list")
+            raise ResolveError("field_operand", "eq on a list field compares the whole list; send a list", path)
         values = operand
     elif isinstance(operand, tuple):
         if op == "eq":
-            raise ResolveError("field_operand", path, f"{condition.field} holds one value; send one value")
+            raise ResolveError("field_operand", f"{condition.field} holds one value; send one value", path)
         values = operand
     else:
         values = (operand,)
     for position, value in enumerate(values):
         value_path = f"{path}[{position}]" if isinstance(operand, tuple) else path
         if not operand_matches(declared.type, value):
-            raise ResolveError("field_operand", value_path, f"{value!r} is not a {declared.type} value")
+            raise ResolveError("field_operand", f"{value!r} is not a {declared.type} value", value_path)
 
 
 def operand_matches(field_type: str, value) -> bool:
@@ -268,7 +267,4 @@ def _type_label(declared: DeclaredField) -> str:
 
 
 def _validate_rank(node, path: str, *, mode, score_names, post_fusion: bool) -> None:
-    try:
-        validate_rank(node, mode=mode, score_names=score_names, post_fusion=post_fusion, path=path)
-    except RankError as error:
-        raise ResolveError("request_schema", error.path, error.message) from None
+    validate_rank(node, mode=mode, score_names=score_names, post_fusion=post_fusion, path=path, error=ResolveError)

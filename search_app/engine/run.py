@@ -18,13 +18,12 @@ from catalog_app.catalog.registry import Catalog
 from catalog_app.embedding import embed_query
 from catalog_app.llm import ProviderError
 from memseek_site.conf import memseek_setting
-from memseek_site.errors import ApiError
 from memseek_site.parallel import run_all
 
 from ..backends import backend_for
 from .candidates import CanonicalRow, QueryContext
 from .fusion import apply_boost, order_fused, rrf_fuse
-from .rank_evaluate import RankEvaluationError, Signals, evaluate_rank
+from .rank_evaluate import Signals, evaluate_rank
 from .rank_expression import rank_signals
 from .recheck import passes_filters, typed_value
 from .rerank import rerank, require_rerank_model
@@ -125,7 +124,7 @@ def _context(workspace, spec: SearchSpec, catalog: Catalog, resolved) -> QueryCo
         try:
             vector = embed_query(embedding, spec.q, workspace_id=workspace.pk)
         except ProviderError as error:
-            raise ApiError("embedding_unavailable", f"The query could not be embedded: {error}") from None
+            raise error.prefixed("The query could not be embedded", code="embedding_unavailable") from None
     return QueryContext(workspace.pk, spec.q, vector, embedding.space, embedding.dimensions)
 
 
@@ -155,7 +154,7 @@ def _run_source(spec: SearchSpec, resolved: ResolvedSource, context, now: dateti
         signals = [Signals(similarity=row.similarity, text_match=row.text_match, bm25=row.bm25, scores=row.scores,
                            created_at=row.created_at, occurred_at=row.occurred_at,
                            last_accessed=row.last_accessed) for row in survivors]
-        values = _evaluate(resolved.rank, signals, now, "rank")
+        values = evaluate_rank(resolved.rank, signals, now, path="rank")
         ranked = order_scored(RankedRow(row, value) for row, value in zip(survivors, values))
         if spec.rerank is not None and ranked:
             result = rerank(models=models, query=spec.q, rows=[render_row_of(r.row, score_names) for r in ranked],
@@ -169,13 +168,6 @@ def _run_source(spec: SearchSpec, resolved: ResolvedSource, context, now: dateti
     if not bodies:
         cut = [RankedRow(row, r.value) for r, row in zip(cut, backend.with_bodies([r.row for r in cut]))]
     return SourceRun(resolved, len(ids), tuple(ranked), tuple(cut), judged)
-
-
-def _evaluate(node, signals, now, path: str) -> list[float]:
-    try:
-        return evaluate_rank(node, signals, now, path=path)
-    except RankEvaluationError as error:
-        raise ApiError("rank_evaluation", f"{error.path}: {error.message}", path=error.path) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +206,8 @@ def _fuse(spec: SearchSpec, runs: tuple[SourceRun, ...], now: datetime) -> tuple
     if spec.boost is not None and fused:
         signals = [Signals(scores=rows[h.id].scores, created_at=rows[h.id].created_at,
                            occurred_at=rows[h.id].occurred_at, last_accessed=rows[h.id].last_accessed) for h in fused]
-        fused = order_fused(apply_boost(fused, _evaluate(spec.boost, signals, now, "boost")), tie_break=tie_break)
+        boost = evaluate_rank(spec.boost, signals, now, path="boost")
+        fused = order_fused(apply_boost(fused, boost), tie_break=tie_break)
     items = tuple(_Pooled(rows[h.id], h.value, dict(h.source_ranks)) for h in fused)
     bounds = score_bounds(h.value for h in fused) if fused else None
     return _Pool(items, bounds), {"kind": "rrf", **SCORED_RANKING}

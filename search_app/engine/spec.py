@@ -8,14 +8,18 @@ represented as one source named ``None``; combined searches keep their source na
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 
-from .rank_expression import RankError, RankNode, parse_rank
+from memseek_site.errors import ApiError, RequestError
+from memseek_site.parsing import PUBLIC_NAME, at, parse_bool, parse_datetime, parse_int, parse_names, parse_number, \
+    parse_object, parse_string
+
+from .rank_expression import RankNode, parse_rank
 from .render import Fence
 
-PUBLIC_NAME = re.compile(r"^[a-z][a-z0-9._-]{0,63}$")
+CODE = "request_schema"
 SYSTEM_COLLECTION = "_system"
 MODES = ("vector", "text", "hybrid", "recent", "structured")
 QUERY_MODES = ("vector", "text", "hybrid")
@@ -32,13 +36,33 @@ _SCOPE_KEYS = {"collections", "collection_versions", "entities", "types", "statu
                "occurred_after", "occurred_before", "depth_lte"}
 
 
-class SpecError(Exception):
-    """An invalid SearchSpec: ``path`` names the offending value."""
+class SpecError(RequestError):
+    """An invalid SearchSpec: ``path`` names the offending value (``""``: the body itself)."""
 
-    def __init__(self, path: str, message: str):
-        super().__init__(f"{path}: {message}" if path else message)
-        self.path = path
-        self.message = message
+    root_path = ""
+
+
+class QueryTooLong(ApiError):
+    """``q`` is longer than ``MAX_QUERY_CHARS``; ``length`` and ``limit`` say by how much."""
+
+    length: int
+    limit: int
+
+    @classmethod
+    def of(cls, length: int, limit: int) -> QueryTooLong:
+        error = cls("query_too_long", f"q has {length} characters; at most {limit}", "q")
+        error.length, error.limit = length, limit
+        return error
+
+
+# The strict readers, raising SpecError.
+_mapping = partial(parse_object, error=SpecError)
+_int = partial(parse_int, error=SpecError)
+_number = partial(parse_number, error=SpecError)
+_bool = partial(parse_bool, error=SpecError)
+_datetime = partial(parse_datetime, error=SpecError)
+_public_name = partial(parse_string, pattern=PUBLIC_NAME, error=SpecError)
+_names = partial(parse_names, max_items=MAX_LIST, error=SpecError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,75 +149,68 @@ class SearchSpec:
 def parse_search_spec(raw, *, max_query_chars: int, allow_system: bool = True) -> SearchSpec:
     """Parse a SearchSpec. ``allow_system`` is False for view definitions (``_system`` may not
     be read by a view). Raises ``SpecError``; a too-long ``q`` raises ``QueryTooLong``."""
-    doc = _mapping(raw, "", _TOP_KEYS)
+    doc = _mapping(raw, "", allowed=_TOP_KEYS)
     q = doc.get("q")
     if q is not None:
         if not isinstance(q, str):
-            raise SpecError("q", "must be a string")
+            raise SpecError(CODE, "must be a string", "q")
         if len(q) > max_query_chars:
-            raise QueryTooLong(len(q), max_query_chars)
-    k = _int(doc.get("k", 20), "k", 1, 100)
+            raise QueryTooLong.of(len(q), max_query_chars)
+    k = _int(doc.get("k", 20), "k", minimum=1, maximum=100)
     if "sources" in doc:
         sources, rank_constant, boost = _fused_sources(doc, allow_system)
     else:
         for key in ("fuse", "boost"):
             if key in doc:
-                raise SpecError(key, "only combined searches (sources) take fuse and boost")
+                raise SpecError(CODE, "only combined searches (sources) take fuse and boost", key)
         if "mode" not in doc:
-            raise SpecError("mode", "is required (or send sources to combine several searches)")
+            raise SpecError(CODE, "is required (or send sources to combine several searches)", "mode")
         sources = (_source(doc, "", None, allow_system, k),)
         rank_constant, boost = None, None
     modes = {source.mode for source in sources}
     if modes & set(QUERY_MODES) and (q is None or not q.strip()):
-        raise SpecError("q", f"a non-blank q is required for {'/'.join(sorted(modes & set(QUERY_MODES)))} search")
+        raise SpecError(CODE, f"a non-blank q is required for {'/'.join(sorted(modes & set(QUERY_MODES)))} search", "q")
     render = _bool(doc.get("render", False), "render")
     fence = _fence(doc["fence"], render) if "fence" in doc else None
     return SearchSpec(
         q=q, sources=sources, rank_constant=rank_constant, boost=boost, k=k,
-        include=_names(doc.get("include", []), "include", allowed=INCLUDE_NAMES),
-        fields=_names(doc.get("fields", []), "fields", limit=MAX_PROJECTIONS),
-        annotations=_names(doc.get("annotations", []), "annotations", limit=MAX_PROJECTIONS),
+        include=_names(doc.get("include", []), "include", choices=INCLUDE_NAMES),
+        fields=_names(doc.get("fields", []), "fields", max_items=MAX_PROJECTIONS),
+        annotations=_names(doc.get("annotations", []), "annotations", max_items=MAX_PROJECTIONS),
         render=render, fence=fence, rerank=_rerank(doc.get("rerank"), modes),
         graph_boost=_graph_boost(doc["graph_boost"]) if "graph_boost" in doc else None)
-
-
-class QueryTooLong(Exception):
-    def __init__(self, length: int, limit: int):
-        super().__init__(f"q has {length} characters; at most {limit}")
-        self.length = length
-        self.limit = limit
 
 
 def _fused_sources(doc: dict, allow_system: bool):
     for key in _PER_SEARCH_KEYS:
         if key in doc:
-            raise SpecError(key, "with sources, set this inside each source, not at the top level")
+            raise SpecError(CODE, "with sources, set this inside each source, not at the top level", key)
     raw_sources = doc["sources"]
     if not isinstance(raw_sources, list) or not 1 <= len(raw_sources) <= 8:
-        raise SpecError("sources", "must be a list of 1 to 8 searches")
+        raise SpecError(CODE, "must be a list of 1 to 8 searches", "sources")
     sources, names = [], set()
     for index, raw in enumerate(raw_sources):
         path = f"sources[{index}]"
-        source_doc = _mapping(raw, path, _SOURCE_KEYS)
+        source_doc = _mapping(raw, path, allowed=_SOURCE_KEYS)
         if "name" not in source_doc:
-            raise SpecError(f"{path}.name", "is required")
+            raise SpecError(CODE, "is required", f"{path}.name")
         name = _public_name(source_doc["name"], f"{path}.name")
         if name in names:
-            raise SpecError(f"{path}.name", f"source name {name!r} is used twice")
+            raise SpecError(CODE, f"source name {name!r} is used twice", f"{path}.name")
         names.add(name)
         if "mode" not in source_doc:
-            raise SpecError(f"{path}.mode", "is required")
+            raise SpecError(CODE, "is required", f"{path}.mode")
         weight = _number(source_doc.get("weight", 1.0), f"{path}.weight")
         if not 0 < weight <= 100:
-            raise SpecError(f"{path}.weight", "must be greater than 0 and at most 100")
-        k = _int(source_doc.get("k", 20), f"{path}.k", 1, 100)
+            raise SpecError(CODE, "must be greater than 0 and at most 100", f"{path}.weight")
+        k = _int(source_doc.get("k", 20), f"{path}.k", minimum=1, maximum=100)
         sources.append(_source(source_doc, path, name, allow_system, k, weight))
     if "fuse" not in doc:
-        raise SpecError("fuse", "combined searches must declare fuse: {kind: rrf}")
-    fuse = _mapping(doc["fuse"], "fuse", {"kind", "rank_constant"})
+        raise SpecError(CODE, "combined searches must declare fuse: {kind: rrf}", "fuse")
+    fuse = _mapping(doc["fuse"], "fuse", allowed={"kind", "rank_constant"})
     if fuse.get("kind") != "rrf":
-        raise SpecError("fuse.kind", "the only fusion method is rrf")
-    rank_constant = _int(fuse.get("rank_constant", 60), "fuse.rank_constant", 1, 1000)
+        raise SpecError(CODE, "the only fusion method is rrf", "fuse.kind")
+    rank_constant = _int(fuse.get("rank_constant", 60), "fuse.rank_constant", minimum=1, maximum=1000)
     boost = None
     if "boost" in doc:
         boost = _rank(doc["boost"], "boost")
@@ -202,83 +219,87 @@ def _fused_sources(doc: dict, allow_system: bool):
 
 def _source(doc: dict, path: str, name: str | None, allow_system: bool, k: int, weight: float = 1.0) -> Source:
     mode = doc["mode"]
-    mode_path = _at(path, "mode")
+    mode_path = at(path, "mode")
     if mode not in MODES:
-        raise SpecError(mode_path, f"must be one of {', '.join(MODES)}")
-    order_by = _order_by(doc.get("order_by", []), _at(path, "order_by"))
+        raise SpecError(CODE, f"must be one of {', '.join(MODES)}", mode_path)
+    order_by = _order_by(doc.get("order_by", []), at(path, "order_by"))
     if mode == "structured":
         if not order_by:
-            raise SpecError(_at(path, "order_by"), "structured search requires order_by")
+            raise SpecError(CODE, "structured search requires order_by", at(path, "order_by"))
         if "rank" in doc:
-            raise SpecError(_at(path, "rank"), "structured search is ordered by order_by; rank is not allowed")
-    rank = _rank(doc["rank"], _at(path, "rank")) if "rank" in doc else None
-    params = _mapping(doc.get("params", {}), _at(path, "params"), {"candidates"})
-    candidates = _int(params["candidates"], _at(path, "params.candidates"), 1, 1000) if "candidates" in params else None
-    return Source(name=name, mode=mode, scope=_scope(doc.get("scope", {}), _at(path, "scope"), allow_system),
-                  where=_where(doc.get("where", {}), _at(path, "where")), order_by=order_by, rank=rank,
+            raise SpecError(CODE, "structured search is ordered by order_by; rank is not allowed", at(path, "rank"))
+    rank = _rank(doc["rank"], at(path, "rank")) if "rank" in doc else None
+    params = _mapping(doc.get("params", {}), at(path, "params"), allowed={"candidates"})
+    candidates = _int(params["candidates"], at(path, "params.candidates"), minimum=1,
+                      maximum=1000) if "candidates" in params else None
+    return Source(name=name, mode=mode, scope=_scope(doc.get("scope", {}), at(path, "scope"), allow_system),
+                  where=_where(doc.get("where", {}), at(path, "where")), order_by=order_by, rank=rank,
                   candidates=candidates, k=k, weight=weight)
 
 
 def _scope(raw, path: str, allow_system: bool) -> Scope:
-    doc = _mapping(raw, path, _SCOPE_KEYS)
-    collections = _string_list(doc.get("collections", []), _at(path, "collections"))
+    doc = _mapping(raw, path, allowed=_SCOPE_KEYS)
+    collections = _names(doc.get("collections", []), at(path, "collections"), pattern=None)
     for index, name in enumerate(collections):
         if name == SYSTEM_COLLECTION and allow_system:
             continue
-        _public_name(name, f"{_at(path, 'collections')}[{index}]")
+        _public_name(name, f"{at(path, 'collections')}[{index}]")
     versions = []
-    pinned = _mapping(doc.get("collection_versions", {}), _at(path, "collection_versions"), set(collections),
-                      unknown="names a collection that is not in scope.collections")
+    pinned = _mapping(doc.get("collection_versions", {}), at(path, "collection_versions"))
+    for name in pinned:
+        if name not in collections:
+            raise SpecError(CODE, f"{name!r} names a collection that is not in scope.collections",
+                            at(at(path, "collection_versions"), str(name)))
     for name, numbers in pinned.items():
-        numbers_path = _at(path, f"collection_versions.{name}")
+        numbers_path = at(path, f"collection_versions.{name}")
         if not isinstance(numbers, list) or not numbers:
-            raise SpecError(numbers_path, "must be a non-empty list of versions")
-        checked = [_int(n, f"{numbers_path}[{i}]", 1, None) for i, n in enumerate(numbers)]
+            raise SpecError(CODE, "must be a non-empty list of versions", numbers_path)
+        checked = [_int(n, f"{numbers_path}[{i}]", minimum=1) for i, n in enumerate(numbers)]
         if len(set(checked)) != len(checked):
-            raise SpecError(numbers_path, "lists a version twice")
+            raise SpecError(CODE, "lists a version twice", numbers_path)
         versions.append((name, tuple(checked)))
     status = doc.get("status", "active")
     if status not in ("active", "draft", "all"):
-        raise SpecError(_at(path, "status"), "must be active, draft or all")
+        raise SpecError(CODE, "must be active, draft or all", at(path, "status"))
     keyed = doc.get("keyed", "any")
     if not (isinstance(keyed, bool) or keyed == "any"):  # 1 == True: `in` would let 1 and 0.0 through
-        raise SpecError(_at(path, "keyed"), "must be true, false or any")
+        raise SpecError(CODE, "must be true, false or any", at(path, "keyed"))
     record_versions = doc.get("versions", "current")
     if record_versions not in ("current", "all"):
-        raise SpecError(_at(path, "versions"), "must be current or all")
-    after = _datetime(doc["occurred_after"], _at(path, "occurred_after")) if "occurred_after" in doc else None
-    before = _datetime(doc["occurred_before"], _at(path, "occurred_before")) if "occurred_before" in doc else None
+        raise SpecError(CODE, "must be current or all", at(path, "versions"))
+    after = _datetime(doc["occurred_after"], at(path, "occurred_after")) if "occurred_after" in doc else None
+    before = _datetime(doc["occurred_before"], at(path, "occurred_before")) if "occurred_before" in doc else None
     if after is not None and before is not None and not after < before:
-        raise SpecError(_at(path, "occurred_after"), "must be earlier than occurred_before")
+        raise SpecError(CODE, "must be earlier than occurred_before", at(path, "occurred_after"))
     return Scope(
         collections=tuple(collections), collection_versions=tuple(versions),
-        entities=tuple(_string_list(doc["entities"], _at(path, "entities"))) if "entities" in doc else None,
-        types=tuple(_string_list(doc["types"], _at(path, "types"))) if "types" in doc else None,
+        entities=_names(doc["entities"], at(path, "entities"), pattern=None) if "entities" in doc else None,
+        types=_names(doc["types"], at(path, "types"), pattern=None) if "types" in doc else None,
         status=status, keyed=None if keyed == "any" else keyed, versions=record_versions, occurred_after=after,
         occurred_before=before,
-        depth_lte=_int(doc["depth_lte"], _at(path, "depth_lte"), 0, None) if "depth_lte" in doc else None)
+        depth_lte=_int(doc["depth_lte"], at(path, "depth_lte"), minimum=0) if "depth_lte" in doc else None)
 
 
 def _where(raw, path: str) -> tuple[Condition, ...]:
-    doc = _mapping(raw, path, None)
+    doc = _mapping(raw, path)
     conditions = []
     for field, ops in doc.items():
-        field_path = _at(path, field)
+        field_path = at(path, field)
         _public_name(field, field_path)
-        ops = _mapping(ops, field_path, set(OPERATORS))
+        ops = _mapping(ops, field_path, allowed=set(OPERATORS))
         if not ops:
-            raise SpecError(field_path, "needs at least one condition")
+            raise SpecError(CODE, "needs at least one condition", field_path)
         for op, operand in ops.items():
-            op_path = _at(field_path, op)
+            op_path = at(field_path, op)
             if op == "exists":
                 operand = _bool(operand, op_path)
             elif op in ("in", "contains_any", "contains_all"):
                 if not isinstance(operand, list) or not 1 <= len(operand) <= MAX_LIST:
-                    raise SpecError(op_path, f"must be a list of 1 to {MAX_LIST} values")
+                    raise SpecError(CODE, f"must be a list of 1 to {MAX_LIST} values", op_path)
                 operand = tuple(_scalar(v, f"{op_path}[{i}]") for i, v in enumerate(operand))
             elif op == "eq" and isinstance(operand, list):
                 if len(operand) > MAX_LIST:
-                    raise SpecError(op_path, f"at most {MAX_LIST} values")
+                    raise SpecError(CODE, f"at most {MAX_LIST} values", op_path)
                 operand = tuple(_scalar(v, f"{op_path}[{i}]") for i, v in enumerate(operand))
             else:
                 operand = _scalar(operand, op_path)
@@ -288,161 +309,71 @@ def _where(raw, path: str) -> tuple[Condition, ...]:
 
 def _scalar(value, path: str):
     if value is None or isinstance(value, (dict, list)):
-        raise SpecError(path, "must be a string, number or boolean")
+        raise SpecError(CODE, "must be a string, number or boolean", path)
     if isinstance(value, float) and not math.isfinite(value):
-        raise SpecError(path, "must be finite")
+        raise SpecError(CODE, "must be finite", path)
     return value
 
 
 def _order_by(raw, path: str) -> tuple[OrderKey, ...]:
     if not isinstance(raw, list):
-        raise SpecError(path, "must be a list of {field, direction}")
+        raise SpecError(CODE, "must be a list of {field, direction}", path)
     keys, seen = [], set()
     for index, item in enumerate(raw):
         item_path = f"{path}[{index}]"
-        doc = _mapping(item, item_path, {"field", "direction"})
+        doc = _mapping(item, item_path, allowed={"field", "direction"})
         if "field" not in doc:
-            raise SpecError(_at(item_path, "field"), "is required")
-        field = _public_name(doc["field"], _at(item_path, "field"))
+            raise SpecError(CODE, "is required", at(item_path, "field"))
+        field = _public_name(doc["field"], at(item_path, "field"))
         if field in seen:
-            raise SpecError(_at(item_path, "field"), f"{field} is ordered twice")
+            raise SpecError(CODE, f"{field} is ordered twice", at(item_path, "field"))
         seen.add(field)
         direction = doc.get("direction", "asc")
         if direction not in ("asc", "desc"):
-            raise SpecError(_at(item_path, "direction"), "must be asc or desc")
+            raise SpecError(CODE, "must be asc or desc", at(item_path, "direction"))
         keys.append(OrderKey(field, direction))
     return tuple(keys)
 
 
 def _fence(raw, render: bool) -> Fence:
-    doc = _mapping(raw, "fence", {"tag", "preamble"})
+    doc = _mapping(raw, "fence", allowed={"tag", "preamble"})
     if not render:
-        raise SpecError("fence", "a fence wraps rendered rows; set render: true")
+        raise SpecError(CODE, "a fence wraps rendered rows; set render: true", "fence")
     preamble = doc.get("preamble")
     if preamble is not None and (not isinstance(preamble, str) or not preamble.strip()):
-        raise SpecError("fence.preamble", "must be non-blank text")
+        raise SpecError(CODE, "must be non-blank text", "fence.preamble")
     return Fence(tag=_public_name(doc.get("tag", "records"), "fence.tag"), preamble=preamble)
 
 
 def _rerank(raw, modes: set[str]) -> Rerank | None:
     if raw is None:
         return None
-    doc = _mapping(raw, "rerank", {"backend", "top_n"})
+    doc = _mapping(raw, "rerank", allowed={"backend", "top_n"})
     backend = doc.get("backend", "none")
     if backend not in ("none", "llm_judge"):
-        raise SpecError("rerank.backend", "must be none or llm_judge")
-    top_n = _int(doc.get("top_n", 20), "rerank.top_n", 1, 20)
+        raise SpecError(CODE, "must be none or llm_judge", "rerank.backend")
+    top_n = _int(doc.get("top_n", 20), "rerank.top_n", minimum=1, maximum=20)
     if backend == "none":
         return None
     if not modes <= set(QUERY_MODES):
-        raise SpecError("rerank", "llm_judge reranking needs every search to be text, vector or hybrid")
+        raise SpecError(CODE, "llm_judge reranking needs every search to be text, vector or hybrid", "rerank")
     return Rerank(backend, top_n)
 
 
 def _graph_boost(raw) -> GraphBoost:
-    doc = _mapping(raw, "graph_boost", {"anchor", "graph", "depth", "weight", "limit"})
+    doc = _mapping(raw, "graph_boost", allowed={"anchor", "graph", "depth", "weight", "limit"})
     if "anchor" not in doc or not isinstance(doc["anchor"], str):
-        raise SpecError("graph_boost.anchor", "is required text")
+        raise SpecError(CODE, "is required text", "graph_boost.anchor")
     anchor = doc["anchor"].strip()
     if not 1 <= len(anchor) <= 128:
-        raise SpecError("graph_boost.anchor", "must be 1 to 128 characters after trimming")
+        raise SpecError(CODE, "must be 1 to 128 characters after trimming", "graph_boost.anchor")
     weight = _number(doc.get("weight", 0.05), "graph_boost.weight")
     if not 0 < weight <= 1:
-        raise SpecError("graph_boost.weight", "must be above 0 and at most 1")
+        raise SpecError(CODE, "must be above 0 and at most 1", "graph_boost.weight")
     return GraphBoost(anchor=anchor, graph=_public_name(doc["graph"], "graph_boost.graph") if "graph" in doc else None,
-                      depth=_int(doc.get("depth", 2), "graph_boost.depth", 1, 4), weight=weight,
-                      limit=_int(doc.get("limit", 100), "graph_boost.limit", 1, 100))
+                      depth=_int(doc.get("depth", 2), "graph_boost.depth", minimum=1, maximum=4), weight=weight,
+                      limit=_int(doc.get("limit", 100), "graph_boost.limit", minimum=1, maximum=100))
 
 
 def _rank(raw, path: str) -> RankNode:
-    try:
-        return parse_rank(raw, path)
-    except RankError as error:
-        raise SpecError(error.path, error.message) from None
-
-
-# --- small typed readers ----------------------------------------------------------------------
-
-def _at(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
-def _mapping(raw, path: str, allowed: set | None, unknown: str = "is not a known key") -> dict:
-    if not isinstance(raw, dict):
-        raise SpecError(path, "must be an object")
-    if allowed is not None:
-        for key in raw:
-            if key not in allowed:
-                hint = f"; allowed: {', '.join(sorted(allowed))}" if allowed else ""
-                raise SpecError(_at(path, str(key)), f"{key!r} {unknown}{hint}")
-    return raw
-
-
-def _int(value, path: str, minimum: int | None, maximum: int | None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise SpecError(path, "must be an integer")
-    if minimum is not None and value < minimum or maximum is not None and value > maximum:
-        bounds = f"between {minimum} and {maximum}" if maximum is not None else f"at least {minimum}"
-        raise SpecError(path, f"must be {bounds}")
-    return value
-
-
-def _number(value, path: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise SpecError(path, "must be a finite number")
-    try:
-        number = float(value)
-    except OverflowError:  # an integer literal too large for a float
-        raise SpecError(path, "must be a finite number") from None
-    if not math.isfinite(number):
-        raise SpecError(path, "must be a finite number")
-    return number
-
-
-def _bool(value, path: str) -> bool:
-    if not isinstance(value, bool):
-        raise SpecError(path, "must be true or false")
-    return value
-
-
-def _public_name(value, path: str) -> str:
-    if not isinstance(value, str) or not PUBLIC_NAME.fullmatch(value):
-        raise SpecError(path, f"{value!r} is not a valid name ({PUBLIC_NAME.pattern})")
-    return value
-
-
-def _string_list(value, path: str) -> list[str]:
-    if not isinstance(value, list) or len(value) > MAX_LIST:
-        raise SpecError(path, f"must be a list of at most {MAX_LIST} strings")
-    for index, item in enumerate(value):
-        if not isinstance(item, str) or not item:
-            raise SpecError(f"{path}[{index}]", "must be a non-empty string")
-    if len(set(value)) != len(value):
-        raise SpecError(path, "must not repeat a value")
-    return value
-
-
-def _names(value, path: str, *, allowed=None, limit: int = MAX_LIST) -> tuple[str, ...]:
-    if not isinstance(value, list) or len(value) > limit:
-        raise SpecError(path, f"must be a list of at most {limit} names")
-    for index, item in enumerate(value):
-        if allowed is not None:
-            if item not in allowed:
-                raise SpecError(f"{path}[{index}]", f"{item!r} is not one of {', '.join(allowed)}")
-        else:
-            _public_name(item, f"{path}[{index}]")
-    if len(set(value)) != len(value):
-        raise SpecError(path, "must not repeat a name")
-    return tuple(value)
-
-
-def _datetime(value, path: str) -> datetime:
-    if not isinstance(value, str):
-        raise SpecError(path, "must be an ISO 8601 timestamp with a timezone")
-    try:
-        parsed = datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value)
-    except ValueError:
-        raise SpecError(path, f"{value!r} is not an ISO 8601 timestamp") from None
-    if parsed.utcoffset() is None:
-        raise SpecError(path, f"{value!r} needs a timezone (Z or +00:00)")
-    return parsed
+    return parse_rank(raw, path, error=SpecError)

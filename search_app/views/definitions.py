@@ -59,7 +59,7 @@ def validate(raw, path: str, catalog: Catalog) -> Validated:
     active = checks.boolean(doc.get("active", False), checks.at(path, "active"))
     kind = doc.get("kind", "search")
     if kind not in KINDS:
-        raise CatalogError(checks.at(path, "kind"), "schema", f"must be one of {', '.join(KINDS)}")
+        raise CatalogError("schema", f"must be one of {', '.join(KINDS)}", checks.at(path, "kind"))
     parameters = parse_parameters(doc.get("parameters", {}), checks.at(path, "parameters"))
     if kind == "search":
         body = _search_body(doc, path, parameters, catalog)
@@ -75,24 +75,24 @@ def validate(raw, path: str, catalog: Catalog) -> Validated:
 
 def _search_body(doc: dict, path: str, parameters, catalog: Catalog) -> dict:
     if "graph" in doc:
-        raise CatalogError(checks.at(path, "graph"), "schema", "only graph views take a graph mapping")
+        raise CatalogError("schema", "only graph views take a graph mapping", checks.at(path, "graph"))
     if "query" not in doc:
-        raise CatalogError(checks.at(path, "query"), "schema", "a search view needs a query")
+        raise CatalogError("schema", "a search view needs a query", checks.at(path, "query"))
     query_path = checks.at(path, "query")
     check_placeholders(doc["query"], parameters, query_path)
     spec = view_spec(fill_template(doc["query"], sample_values(parameters)), query_path,
                      max_query_chars=_LOAD_QUERY_CHARS)
     capabilities = doc.get("required_capabilities", [])
     if not isinstance(capabilities, list) or any(c not in CAPABILITIES for c in capabilities):
-        raise CatalogError(checks.at(path, "required_capabilities"), "schema",
-                           f"must be a list of {', '.join(CAPABILITIES)}")
+        raise CatalogError("schema", f"must be a list of {', '.join(CAPABILITIES)}", checks.at(path,
+                                                                                               "required_capabilities"))
     resolved = resolve_view_spec(spec, catalog, query_path)
     for source in resolved:
         profile = search_profile(catalog, source.profile)
         missing = [c for c in capabilities if c not in profile.capabilities]
         if missing:
-            raise CatalogError(checks.at(path, "required_capabilities"), "capability",
-                               f"search profile {profile.name} cannot do {', '.join(missing)}")
+            raise CatalogError("capability", f"search profile {profile.name} cannot do {', '.join(missing)}",
+                               checks.at(path, "required_capabilities"))
     collections = sorted({c.name for source in resolved for c in source.versions})
     return {"query": doc["query"], "required_capabilities": list(capabilities), "graph": None,
             "collections": collections}
@@ -103,10 +103,8 @@ def view_spec(filled, path: str, *, max_query_chars: int) -> SearchSpec:
     ``resolve_view_spec`` rejects it with its own code (``reserved``) and message."""
     try:
         return parse_search_spec(filled, max_query_chars=max_query_chars, allow_system=True)
-    except SpecError as error:
-        raise CatalogError(checks.at(path, error.path), "search_spec", error.message) from None
-    except QueryTooLong as error:
-        raise CatalogError(checks.at(path, "q"), "search_spec", str(error)) from None
+    except (SpecError, QueryTooLong) as error:
+        raise error.relocated(checks.at(path, error.path), code="search_spec") from None
 
 
 def resolve_view_spec(spec: SearchSpec, catalog: Catalog, path: str):
@@ -115,13 +113,13 @@ def resolve_view_spec(spec: SearchSpec, catalog: Catalog, path: str):
     except ResolveError as error:
         # Rank validation reports the ad-hoc request code; in a view it is a SearchSpec problem.
         code = "search_spec" if error.code == "request_schema" else error.code
-        raise CatalogError(checks.at(path, error.path), code, error.message) from None
+        raise error.relocated(checks.at(path, error.path), code=code) from None
 
 
 def _graph_body(doc: dict, path: str, kind: str, parameters, catalog: Catalog) -> dict:
     for key in ("query", "required_capabilities"):
         if key in doc:
-            raise CatalogError(checks.at(path, key), "schema", f"{kind} views take no {key}")
+            raise CatalogError("schema", f"{kind} views take no {key}", checks.at(path, key))
     code = "graph_view" if kind == "graph" else "graph_orphans_view"
     check_fixed_contract(parameters, GRAPH_PARAMETERS if kind == "graph" else ORPHAN_PARAMETERS,
                          checks.at(path, "parameters"), code=code)
@@ -133,27 +131,30 @@ def _graph_body(doc: dict, path: str, kind: str, parameters, catalog: Catalog) -
     mapping = {**{role: role for role in GRAPH_ROLES}, **mapping}
     edges = catalog.value("collection", mapping["edges"]) if isinstance(mapping["edges"], str) else None
     if edges is None:
-        raise CatalogError(checks.at(graph_path, "edges"), "graph_edge_collection",
-                           f"no active collection {mapping['edges']!r}")
+        raise CatalogError("graph_edge_collection", f"no active collection {mapping['edges']!r}", checks.at(graph_path,
+                                                                                                            "edges"))
     if edges.mode not in ("event", "mixed"):
         # Links are events; a mixed collection also admits keyed links, which can be superseded
         # by a newer value of their key or retracted by a tombstone.
-        raise CatalogError(checks.at(graph_path, "edges"), "graph_edge_collection",
-                           f"the edge collection {edges.name} must have mode: event or mixed")
+        raise CatalogError("graph_edge_collection", f"the edge collection {edges.name} must have mode: event or mixed",
+                           checks.at(graph_path, "edges"))
     for role in GRAPH_ROLES:
         field = edges.fields.get(mapping[role]) if isinstance(mapping[role], str) else None
         if field is None or field.type != "string" or field.is_array or not field.filter:
-            raise CatalogError(checks.at(graph_path, role), "graph_field",
-                               f"{mapping[role]!r} must be a declared string field of {edges.name} with filter: true")
+            raise CatalogError("graph_field",
+                               f"{mapping[role]!r} must be a declared string field of {edges.name} with filter: true",
+                               checks.at(graph_path, role))
         if field.path[0] == "annotations" and field.path[1] not in edges.required_processors:
-            raise CatalogError(checks.at(graph_path, role), "required_annotation",
-                               f"{mapping[role]} reads an annotation that is not from a required processor")
+            raise CatalogError("required_annotation",
+                               f"{mapping[role]} reads an annotation that is not from a required processor",
+                               checks.at(graph_path, role))
     collections = [edges.name]
     if kind == "graph_orphans":
         nodes = catalog.value("collection", mapping["nodes"]) if isinstance(mapping["nodes"], str) else None
         if nodes is None or nodes.mode not in ("keyed", "mixed"):
-            raise CatalogError(checks.at(graph_path, "nodes"), "graph_node_collection",
-                               f"{mapping['nodes']!r} must be an active keyed or mixed collection")
+            raise CatalogError("graph_node_collection",
+                               f"{mapping['nodes']!r} must be an active keyed or mixed collection",
+                               checks.at(graph_path, "nodes"))
         collections.append(nodes.name)
     return {"query": None, "required_capabilities": [], "graph": dict(mapping), "collections": sorted(collections)}
 

@@ -164,40 +164,40 @@ def parse_parameters(raw, path: str) -> tuple[Parameter, ...]:
     for the first problem, located at the offending key.
     """
     if not isinstance(raw, dict):
-        raise CatalogError(path, CODE, "must be a mapping of parameter name to declaration")
+        raise CatalogError(CODE, "must be a mapping of parameter name to declaration", path)
     parameters = []
     for name, declaration in raw.items():
         param_path = at(path, str(name))
         if not isinstance(name, str) or not FIELD_NAME.fullmatch(name):
-            raise CatalogError(param_path, CODE, f"parameter name {name!r} must match {FIELD_NAME.pattern}")
+            raise CatalogError(CODE, f"parameter name {name!r} must match {FIELD_NAME.pattern}", param_path)
         parameters.append(_parse_one(name, declaration, param_path))
     return tuple(parameters)
 
 
 def _parse_one(name: str, raw, path: str) -> Parameter:
     if not isinstance(raw, dict):
-        raise CatalogError(path, CODE, "must be a mapping such as {type: string, required: true}")
+        raise CatalogError(CODE, "must be a mapping such as {type: string, required: true}", path)
     for key in raw:
         if key not in _KEYS:
-            raise CatalogError(at(path, str(key)), CODE, f"unknown key {key!r}; allowed: {', '.join(_KEYS)}")
+            raise CatalogError(CODE, f"unknown key {key!r}; allowed: {', '.join(_KEYS)}", at(path, str(key)))
     if "type" not in raw:
-        raise CatalogError(at(path, "type"), CODE, f"is required; one of {', '.join(TYPES)}")
+        raise CatalogError(CODE, f"is required; one of {', '.join(TYPES)}", at(path, "type"))
     kind = raw["type"]
     if kind not in TYPES:
-        raise CatalogError(at(path, "type"), CODE, f"{kind!r} is not a parameter type; use one of {', '.join(TYPES)}")
+        raise CatalogError(CODE, f"{kind!r} is not a parameter type; use one of {', '.join(TYPES)}", at(path, "type"))
     for key, kinds in _APPLIES_TO.items():
         if key in raw and kind not in kinds:
-            raise CatalogError(at(path, key), CODE,
-                               f"{key} applies only to {' and '.join(kinds)} parameters, not {kind}")
+            raise CatalogError(CODE, f"{key} applies only to {' and '.join(kinds)} parameters, not {kind}", at(path,
+                                                                                                               key))
     required = raw.get("required", False)
     if not isinstance(required, bool):
-        raise CatalogError(at(path, "required"), CODE, f"must be true or false, got {required!r}")
+        raise CatalogError(CODE, f"must be true or false, got {required!r}", at(path, "required"))
     if required and "default" in raw:
-        raise CatalogError(at(path, "default"), CODE,
-                           "a required parameter may not declare a default; drop one of them")
+        raise CatalogError(CODE, "a required parameter may not declare a default; drop one of them", at(path,
+                                                                                                        "default"))
     description = raw.get("description")
     if description is not None and (not isinstance(description, str) or not description.strip()):
-        raise CatalogError(at(path, "description"), CODE, "must be a non-blank string")
+        raise CatalogError(CODE, "must be a non-blank string", at(path, "description"))
     param = Parameter(name=name, type=kind, required=required, description=description,
                       item_enum=_item_enum(raw, path), **_bounds(raw, kind, path))
     if "enum" in raw:
@@ -215,16 +215,16 @@ def _bounds(raw: dict, kind: str, path: str) -> dict:
                 found[key] = _number(raw[key], kind)
             except _Invalid as problem:
                 message = f"{problem.message} (a bound has its parameter's type)"
-                raise CatalogError(at(path, key), CODE, message) from None
+                raise CatalogError(CODE, message, at(path, key)) from None
     for key in ("min_length", "max_length", "min_items", "max_items"):
         if key in raw:
             value = raw[key]
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise CatalogError(at(path, key), CODE, f"must be a non-negative integer, got {value!r}")
+                raise CatalogError(CODE, f"must be a non-negative integer, got {value!r}", at(path, key))
             found[key] = value
     for low, high in (("minimum", "maximum"), ("min_length", "max_length"), ("min_items", "max_items")):
         if low in found and high in found and found[low] > found[high]:
-            raise CatalogError(at(path, low), CODE, f"{low} {found[low]} exceeds {high} {found[high]}")
+            raise CatalogError(CODE, f"{low} {found[low]} exceeds {high} {found[high]}", at(path, low))
     return found
 
 
@@ -233,23 +233,23 @@ def _item_enum(raw: dict, path: str) -> tuple[str, ...] | None:
         return None
     value, item_path = raw["item_enum"], at(path, "item_enum")
     if not isinstance(value, list) or not value:
-        raise CatalogError(item_path, CODE, "must be a non-empty list of strings")
+        raise CatalogError(CODE, "must be a non-empty list of strings", item_path)
     for index, item in enumerate(value):
         if not isinstance(item, str):
-            raise CatalogError(at(item_path, index), CODE, f"expected a string, got {type_name(item)}")
+            raise CatalogError(CODE, f"expected a string, got {type_name(item)}", at(item_path, index))
         if item in value[:index]:
-            raise CatalogError(at(item_path, index), CODE, f"{item!r} is listed twice")
+            raise CatalogError(CODE, f"{item!r} is listed twice", at(item_path, index))
     return tuple(value)
 
 
 def _enum(param: Parameter, value, path: str) -> tuple:
     if not isinstance(value, list) or not value:
-        raise CatalogError(path, CODE, "must be a non-empty list of allowed values")
+        raise CatalogError(CODE, "must be a non-empty list of allowed values", path)
     entries: list = []
     for index, entry in enumerate(value):
         frozen = _frozen(_declared_value(param, entry, at(path, index)))
         if frozen in entries:
-            raise CatalogError(at(path, index), CODE, f"{entry!r} is listed twice")
+            raise CatalogError(CODE, f"{entry!r} is listed twice", at(path, index))
         entries.append(frozen)
     return tuple(entries)
 
@@ -257,13 +257,13 @@ def _enum(param: Parameter, value, path: str) -> tuple:
 def _declared_value(param: Parameter, value, path: str):
     """A ``default`` or ``enum`` entry checked against everything declared so far."""
     if value is None:
-        raise CatalogError(path, CODE, "null is not a valid value; omit the key instead")
+        raise CatalogError(CODE, "null is not a valid value; omit the key instead", path)
     try:
         return _coerce(param, value)
     except _Invalid as problem:
         where = at(path, problem.index) if problem.index is not None else path
-        raise CatalogError(where, CODE, f"{problem.message} (declared values must satisfy the type and "
-                                        "every constraint)") from None
+        raise CatalogError(CODE, f"{problem.message} (declared values must satisfy the type and "
+                                 "every constraint)", where) from None
 
 
 # ---------------------------------------------------------------- description
@@ -382,12 +382,12 @@ def check_fixed_contract(parameters: tuple[Parameter, ...], fixed: tuple[Paramet
     names = ", ".join(expected)
     for param in parameters:
         if param.name not in expected:
-            raise CatalogError(at(path, param.name), code,
-                               f"is not part of the fixed contract; declare exactly {names}")
+            raise CatalogError(code, f"is not part of the fixed contract; declare exactly {names}", at(path,
+                                                                                                       param.name))
     declared = {param.name: param for param in parameters}
     for want in fixed:
         if want.name not in declared:
-            raise CatalogError(at(path, want.name), code, f"is missing; declare exactly {names}")
+            raise CatalogError(code, f"is missing; declare exactly {names}", at(path, want.name))
     return tuple(_narrowed(param, expected[param.name], at(path, param.name), code) for param in parameters)
 
 
@@ -395,12 +395,12 @@ def _narrowed(param: Parameter, want: Parameter, path: str, code: str) -> Parame
     for key in ("type", "required", "default"):
         if getattr(param, key) != getattr(want, key) or type(getattr(param, key)) is not type(getattr(want, key)):
             shown = "no default" if key == "default" and want.default is None else repr(_thawed(getattr(want, key)))
-            raise CatalogError(at(path, key), code, f"the fixed contract requires {key} {shown}")
+            raise CatalogError(code, f"the fixed contract requires {key} {shown}", at(path, key))
     for key in _AUTHOR_MAY_NOT_SET:
         if getattr(param, key) is not None:
-            raise CatalogError(at(path, key), code, "may not be set here; authors may add only description, enum, "
-                                                    "item_enum, minimum, maximum, min_length, max_length and "
-                                                    "max_items")
+            raise CatalogError(code, "may not be set here; authors may add only description, enum, "
+                                     "item_enum, minimum, maximum, min_length, max_length and max_items",
+                               at(path, key))
     merged = replace(param, min_items=want.min_items, enum=want.enum if param.enum is None else param.enum)
     for low, high in _NARROWABLE_BOUNDS:
         floor, ceiling = getattr(want, low), getattr(want, high)
@@ -408,16 +408,16 @@ def _narrowed(param: Parameter, want: Parameter, path: str, code: str) -> Parame
         upper = ceiling if getattr(param, high) is None else getattr(param, high)
         for key, value in ((low, lower), (high, upper)):
             if floor is not None and value is not None and value < floor:
-                raise CatalogError(at(path, key), code, f"must be at least {floor}, the fixed lower bound")
+                raise CatalogError(code, f"must be at least {floor}, the fixed lower bound", at(path, key))
             if ceiling is not None and value is not None and value > ceiling:
-                raise CatalogError(at(path, key), code, f"must be at most {ceiling}, the fixed upper bound")
+                raise CatalogError(code, f"must be at most {ceiling}, the fixed upper bound", at(path, key))
         if lower is not None and upper is not None and lower > upper:
-            raise CatalogError(at(path, low), code, f"{low} {lower} exceeds the {high} {upper}")
+            raise CatalogError(code, f"{low} {lower} exceeds the {high} {upper}", at(path, low))
         merged = replace(merged, **{low: lower, high: upper})
     for index, entry in enumerate(param.enum or ()):
         try:
             _coerce(replace(merged, enum=want.enum), entry)
         except _Invalid as problem:
             message = f"{problem.message} (outside the fixed contract)"
-            raise CatalogError(at(at(path, "enum"), index), code, message) from None
+            raise CatalogError(code, message, at(at(path, "enum"), index)) from None
     return merged

@@ -5,7 +5,7 @@ from catalog_app.catalog.runtime import catalog_for_workspace
 from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
 
-from ..engine.spec import QueryTooLong, SpecError, parse_search_spec
+from ..engine.spec import SpecError, parse_search_spec
 from ..services import search_execute, search_respond
 from .definitions import View
 from .parameters import bind_parameters, input_schema, parameters_summary
@@ -51,9 +51,7 @@ def view_query(*, workspace, name: str, body) -> dict:
         spec = parse_search_spec(fill_template(dict(view.query), parameters),
                                  max_query_chars=memseek_setting("MAX_QUERY_CHARS"), allow_system=True)
     except SpecError as error:
-        raise ApiError("search_spec", f"the filled view query is invalid: {error}", path=error.path or None) from None
-    except QueryTooLong as error:
-        raise ApiError("query_too_long", str(error), path="q") from None
+        raise error.prefixed("the filled view query is invalid", code="search_spec") from None
     outcome = search_execute(workspace=workspace, spec=spec, view=True)
     payload = search_respond(workspace=workspace, spec=spec, outcome=outcome, backend_as_list=True, extra=wrapper)
     payload["input_record_ids"] = [hit["id"] for hit in payload["hits"]]

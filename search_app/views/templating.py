@@ -60,17 +60,17 @@ def check_placeholders(template, parameters: tuple[Parameter, ...], path: str) -
         for name in PLACEHOLDER.findall(text):
             if name not in declared:
                 known = ", ".join(sorted(declared)) or "none"
-                raise CatalogError(where, CODE, f"{{{{{name}}}}} names no declared parameter; declared: {known}")
+                raise CatalogError(CODE, f"{{{{{name}}}}} names no declared parameter; declared: {known}", where)
         rest = PLACEHOLDER.sub("", text)
         if "{{" in rest or "}}" in rest:
-            raise CatalogError(where, CODE, f"malformed placeholder in {text!r}; write {{{{name}}}}")
+            raise CatalogError(CODE, f"malformed placeholder in {text!r}; write {{{{name}}}}", where)
 
 
 def _check_keys(template, path: str) -> None:
     if isinstance(template, dict):
         for key, value in template.items():
             if isinstance(key, str) and ("{{" in key or "}}" in key):
-                raise CatalogError(at(path, key), CODE, "placeholders may appear only in values, not in keys")
+                raise CatalogError(CODE, "placeholders may appear only in values, not in keys", at(path, key))
             _check_keys(value, at(path, key))
     elif isinstance(template, list):
         for index, item in enumerate(template):

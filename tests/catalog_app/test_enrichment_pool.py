@@ -133,7 +133,7 @@ def test_a_provider_failure_leaves_pool_records_pending_and_only_the_own_record_
     other = pending_record(catalog, collection="main", text="Someone else's record.")
 
     def failing(config, texts):
-        raise EmbeddingUnavailable("provider down")
+        raise EmbeddingUnavailable("embedding_unavailable", "provider down")
 
     monkeypatch.setattr(enrichment, "embed_texts", failing)
     outcome = records_enrich(record_ids=[asked.id], pool=10, final_attempt=True)

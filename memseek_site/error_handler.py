@@ -1,0 +1,44 @@
+"""The DRF exception handler: renders every failure in the one error envelope.
+
+An ``ApiError`` of any subclass answers with the status ``ERROR_STATUS`` gives its code; DRF's
+own exceptions map to the codes below; anything else is a logged ``internal_error``.
+"""
+from __future__ import annotations
+
+import logging
+
+from django.http import Http404
+from rest_framework import exceptions as drf_exceptions
+from rest_framework.response import Response
+
+from .errors import ERROR_STATUS, ApiError
+
+logger = logging.getLogger(__name__)
+
+
+def error_response(error: ApiError) -> Response:
+    if error.code not in ERROR_STATUS:
+        # A domain error with no HTTP contract (a catalog issue, a provider failure) escaped its
+        # caller: that is a bug, not a client mistake.
+        logger.error("unregistered error code %r reached the API: %s", error.code, error.detail)
+        error = ApiError("internal_error", "An unexpected error occurred.")
+    return Response(error.envelope(), status=ERROR_STATUS[error.code])
+
+
+def api_exception_handler(exc, context):
+    if isinstance(exc, ApiError):
+        return error_response(exc)
+    if isinstance(exc, drf_exceptions.ParseError):
+        return error_response(ApiError("invalid_json", f"The body is not valid JSON: {exc.detail}"))
+    if isinstance(exc, (drf_exceptions.NotAuthenticated, drf_exceptions.AuthenticationFailed)):
+        return error_response(ApiError("unauthorized", str(exc.detail)))
+    if isinstance(exc, drf_exceptions.MethodNotAllowed):
+        return error_response(ApiError("method_not_allowed", str(exc.detail)))
+    if isinstance(exc, drf_exceptions.UnsupportedMediaType):
+        return error_response(ApiError("unsupported_media_type", str(exc.detail)))
+    if isinstance(exc, (Http404, drf_exceptions.NotFound)):
+        return error_response(ApiError("not_found", "No such route or object."))
+    if isinstance(exc, drf_exceptions.APIException):
+        return error_response(ApiError("request_schema", str(exc.detail)))
+    logger.exception("unexpected error in %s", context.get("view").__class__.__name__)
+    return error_response(ApiError("internal_error", "An unexpected error occurred."))
