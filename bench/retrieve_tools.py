@@ -1,7 +1,7 @@
 """Instrumentation of ``bench/retrieve.py``: the query-vector cache, the capture of the legs'
 SQL, and stage timers around ``retrieve``'s helpers.
 
-Every wrapper patches a name in ``retrieval_app.service`` (or ``search_app.engine.run``) for the
+Every wrapper patches a name in ``retrieval_app.service`` (or ``search_app.pipeline``) for the
 duration of a ``with`` block and restores it after, so the timed passes run unwrapped code.
 """
 from __future__ import annotations
@@ -43,7 +43,7 @@ class VectorCache:
     @contextmanager
     def installed(self):
         from retrieval_app import service
-        from search_app.engine import run
+        from search_app import pipeline as run
 
         with patched(service, "embed_query", self._cached), patched(run, "embed_query", self._cached):
             yield self

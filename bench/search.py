@@ -14,7 +14,7 @@ dependency-like ``deps`` link collection; built once per size into its own datab
    searches of 2 and 4 sources, for a two-source view (``view_query``) and for graph views at
    depth 1-4. Timed in this process around the service call for an already parsed JSON body:
    no HTTP. Query embedding is excluded: every query is embedded once beforehand and
-   ``search_app.engine.run.embed_query`` is replaced by a cache lookup while timing; the
+   ``search_app.pipeline.embed_query`` is replaced by a cache lookup while timing; the
    embedding is reported on its own (``embed_query`` beside a raw ``SentenceTransformer.encode``).
    Touch-on-read is off (``TOUCH_ON_READ=False``): with a broker it is a queue message after
    the response; its eager in-process cost is reported separately.
@@ -115,7 +115,7 @@ class VectorCache:
 
     @contextmanager
     def installed(self):
-        from search_app.engine import run
+        from search_app import pipeline as run
 
         real = run.embed_query
 
@@ -200,16 +200,16 @@ STAGES = (
     # (label, module path, attribute, nested-in)
     ("catalog lookup", "search_app.services", "catalog_for_workspace", None),
     ("parse", "search_app.services", "search_spec_parse", None),
-    ("resolve", "search_app.engine.run", "resolve_search", None),
-    ("query vector (cache lookup)", "search_app.engine.run", "embed_query", None),
+    ("resolve", "search_app.pipeline", "resolve_search", None),
+    ("query vector (cache lookup)", "search_app.pipeline", "embed_query", None),
     ("candidate SQL", "search_app.backends.pg", "candidate_ids", None),
     ("reload SQL", "search_app.backends.pg", "reload_rows", None),
-    ("recheck", "search_app.engine.run", "passes_filters", None),
-    ("rank (expression)", "search_app.engine.run", "evaluate_rank", None),
-    ("rank (order)", "search_app.engine.run", "order_scored", None),
-    ("rank (structured order)", "search_app.engine.run", "order_structured", None),
-    ("fuse", "search_app.engine.run", "_fuse", None),
-    ("finalize (scores, cut)", "search_app.engine.run", "_finalize", None),
+    ("recheck", "search_app.pipeline", "passes_filters", None),
+    ("rank (expression)", "search_app.pipeline", "evaluate_rank", None),
+    ("rank (order)", "search_app.pipeline", "order_scored", None),
+    ("rank (structured order)", "search_app.pipeline", "order_structured", None),
+    ("fuse", "search_app.pipeline", "fused_pool", None),
+    ("finalize (scores, cut)", "search_app.pipeline", "final_hits", None),
     ("present (hits, render)", "search_app.services", "search_payload", None),
     ("render (cl100k fitting)", "search_app.engine.present", "render_rows", "present (hits, render)"),
     ("serialize (size check)", "search_app.services", "check_response_size", None),

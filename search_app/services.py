@@ -6,7 +6,8 @@ from catalog_app.tasks import enqueue_touch
 from memseek_site.conf import memseek_setting
 
 from .engine.present import check_response_size, search_payload
-from .engine.run import SearchOutcome, run_search
+from .engine.outcome import SearchOutcome
+from .pipeline import run_search
 from .engine.spec import SearchSpec, parse_search_spec
 
 

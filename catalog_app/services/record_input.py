@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from memseek_site.conf import memseek_setting
-from memseek_site.errors import ApiError
 from memseek_site.parsing import (PUBLIC_NAME, fail, parse_bool, parse_datetime, parse_list, parse_object,
                                   parse_string, parse_uuid, type_name)
 

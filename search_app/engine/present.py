@@ -11,7 +11,7 @@ from memseek_site.errors import ApiError
 from .recheck import raw_value
 from .render import render_rows
 from .rows import render_row_of, rendered_score_names
-from .run import Hit, SearchOutcome
+from .outcome import Hit, SearchOutcome
 
 INCLUDE_TEXT_LIMIT = 2000
 

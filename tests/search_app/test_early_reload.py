@@ -7,7 +7,7 @@ from django.test.utils import CaptureQueriesContext
 
 from catalog_app.catalog.runtime import catalog_for_workspace
 from search_app.backends import pg as pg_backend
-from search_app.engine import run as run_module
+from search_app import pipeline as run_module
 from search_app.engine.rank_expression import rank_signals
 from search_app.engine.resolve import resolve_search
 from search_app.services import search_spec_parse

@@ -10,7 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from catalog_app import embedding as embedding_module
-from search_app.engine import run as run_module
+from search_app import pipeline as run_module
 from tests.search_app.search_factories import ingest_ready, item
 
 pytestmark = pytest.mark.model

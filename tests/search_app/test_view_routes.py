@@ -21,7 +21,7 @@ from catalog_app.models import Definition, Workspace
 from catalog_app.services.catalog_load import catalog_load
 from catalog_app.services.enrichment import records_enrich
 from catalog_app.services.record_ingest import record_ingest_batch
-from search_app.engine.run import SCORED_RANKING
+from search_app.engine.outcome import SCORED_RANKING
 from search_app.views.parameters import RFC3339_PATTERN
 from tests.conftest import EXAMPLE_CATALOG
 
