@@ -215,7 +215,9 @@ class DocumentSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=["active", "draft"])
     beliefs = DocumentBeliefSerializer(many=True)
     retractions = DocumentRetractionSerializer(many=True)
-    freshness = serializers.ListField(child=serializers.JSONField(), help_text="Always empty for now.")
+    freshness = serializers.ListField(child=serializers.JSONField(),
+                                      help_text="Read-triggered derivations feeding the entity; this service runs "
+                                                "none, so the list is empty.")
 
 
 class DocumentVersionSerializer(serializers.Serializer):
