@@ -15,6 +15,7 @@ from datetime import datetime
 from urllib.parse import urlencode
 
 from django.contrib import messages
+from django.contrib.admin.templatetags.admin_urls import admin_urlname
 from django.contrib.admin.views.decorators import staff_member_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpResponseRedirect
@@ -27,7 +28,7 @@ from django.views.decorators.http import require_GET, require_POST
 from memseek_site.errors import ApiError
 
 from ..catalog.runtime import catalog_for_workspace
-from ..models import Workspace
+from ..models import Definition, Workspace
 from ..selectors import SYSTEM_COLLECTION
 from ..selectors_review import draft_slots
 from ..services.review import draft_approve, draft_reject
@@ -166,6 +167,6 @@ def definitions(request, workspace: str):
     ws = workspace_of(workspace)
     page = Paginator(definitions_for_console(workspace=ws), DEFINITIONS_PER_PAGE).get_page(request.GET.get("page"))
     rows = [{"definition": d, **definition_summary(d)} for d in page.object_list]
-    admin_list = reverse("admin:catalog_app_definition_changelist")
+    admin_list = reverse(admin_urlname(Definition._meta, "changelist"))
     return render(request, "console/definitions.html", {"workspace": ws, "page": page, "rows": rows,
                                                         "admin_list": admin_list, "tab": "definitions"})
