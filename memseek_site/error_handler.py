@@ -1,12 +1,16 @@
 """The DRF exception handler: renders every failure in the one error envelope.
 
 An ``ApiError`` of any subclass answers with the status ``ERROR_STATUS`` gives its code; DRF's
-own exceptions map to the codes below; anything else is a logged ``internal_error``.
+own exceptions map to the codes below; a database that cannot be reached (or drops the
+connection mid-request) is ``503 database_unavailable`` with ``Retry-After``; anything else is a
+logged ``internal_error``. Django discards a connection that failed when the request ends, so the
+next request reconnects by itself once the database is back.
 """
 from __future__ import annotations
 
 import logging
 
+from django.db import InterfaceError, OperationalError
 from django.http import Http404
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
@@ -14,6 +18,9 @@ from rest_framework.response import Response
 from .errors import ERROR_STATUS, ApiError
 
 logger = logging.getLogger(__name__)
+
+# Seconds a client should wait before retrying while the database is unavailable.
+DATABASE_RETRY_AFTER_S = 5
 
 
 def error_response(error: ApiError) -> Response:
@@ -38,6 +45,12 @@ def api_exception_handler(exc, context):
         return error_response(ApiError("unsupported_media_type", str(exc.detail)))
     if isinstance(exc, (Http404, drf_exceptions.NotFound)):
         return error_response(ApiError("not_found", "No such route or object."))
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        logger.warning("database unavailable: %s", exc)
+        response = error_response(ApiError("database_unavailable", "The database cannot be reached; retry in a few "
+                                                                   "seconds."))
+        response["Retry-After"] = str(DATABASE_RETRY_AFTER_S)
+        return response
     if isinstance(exc, drf_exceptions.APIException):
         return error_response(ApiError("request_schema", str(exc.detail)))
     logger.exception("unexpected error in %s", context.get("view").__class__.__name__)
