@@ -93,7 +93,7 @@ def retrieve(*, workspace, request: RetrieveRequest | dict, side_effects: bool =
         scope = compile_scope(workspace_id=workspace.pk, request=request, catalog=catalog,
                               hide_superseded=settings.hide_superseded)
     budget = None if request.raw else (request.token_budget or settings.token_budget)
-    with _timer(latency, "embed"), trace.stage("query vector"):
+    with _timer(latency, "embed"):
         vector = _embed(models.embedding, request.query, workspace.pk, trace) if scope.embed else None
     cap = leg_cap(request.top_n)
     legs, drops, phase_latency = _run_legs(scope, catalog, request, vector, settings.min_vector_similarity, cap,
@@ -152,14 +152,15 @@ def receipt_get(*, workspace, receipt_id: uuid.UUID) -> dict:
 
 # --- stages ----------------------------------------------------------------------------------
 
-def _embed(config, query: str, workspace_id: int, trace: Trace) -> QueryVector:
-    vector = trace.query_vector(query)
-    try:
-        if vector is None:
-            vector = embed_query(config, query, workspace_id=workspace_id)
-        return QueryVector(vector, config.space, config.dimensions)
-    except ProviderError as error:
-        raise error.prefixed("The query could not be embedded", code="embedding_unavailable") from None
+def _embed(config, query: str, workspace_id: int, trace: Trace = NO_TRACE) -> QueryVector:
+    with trace.stage("query vector"):
+        vector = trace.query_vector(query)
+        try:
+            if vector is None:
+                vector = embed_query(config, query, workspace_id=workspace_id)
+        except ProviderError as error:
+            raise error.prefixed("The query could not be embedded", code="embedding_unavailable") from None
+    return QueryVector(vector, config.space, config.dimensions)
 
 
 def _run_legs(scope, catalog, request: RetrieveRequest, vector, min_similarity: float, cap: int, trace: Trace):
