@@ -16,8 +16,9 @@ form the never-truncated ``policies`` section):
    (phase 1 vector + text + policies concurrently, phase 2 graph + entity + derivatives
    concurrently), fusion, reload, five-factor scoring and floor, compile under the budget, the
    receipt INSERT. Timed in this process around the service call, no HTTP. The query embedding
-   is excluded (every query is embedded once beforehand and ``embed_query`` is replaced by a
-   cache lookup while timing) and reported on its own, beside a raw ``SentenceTransformer.encode``.
+   is excluded (every query is embedded once beforehand and the calls pass a trace whose
+   ``query_vector`` looks it up, ``bench/retrieve_tools.py``) and reported on its own, beside a
+   raw ``SentenceTransformer.encode``.
    Touch-on-read is off (with a broker it is a queue message after the response).
 2. Baselines, interleaved query by query with the service calls (rotating which goes first):
    the hybrid ``POST /search`` service (``search_run``) for the same query (k 20 over the same
@@ -110,27 +111,27 @@ class RetrieveBench:
         self.config = catalog_for_workspace(self.workspace).value("models", "models").embedding
         self.queries = setup.query_texts(self.items, args.queries, args.seed)
         self.conn = setup.raw_connection()
-        self.capture = LegCapture()
+        self.cache = VectorCache({})
+        self.capture = LegCapture(self.cache)
 
     def measure_embedding(self) -> tuple[dict, dict]:
         return setup.measure_query_embedding(self.config, self.workspace.pk, list(dict.fromkeys(q["q"] for q in self.queries)),
                                              f"{self.size}: query embedding")
 
-    def call_retrieve(self, body: dict) -> dict:
+    def call_retrieve(self, body: dict, trace=None) -> dict:
         from retrieval_app.service import retrieve
 
-        return retrieve(workspace=self.workspace, request=body)
+        return retrieve(workspace=self.workspace, request=body, trace=trace or self.cache)
 
     def call_search(self, body: dict) -> dict:
         from search_app.services import search_run
 
-        return search_run(workspace=self.workspace, body=body)
+        return search_run(workspace=self.workspace, body=body, trace=self.cache)
 
     def measure_latency(self) -> dict:
         captured, agreement, sizes = [], [], []
         for query in progress(self.queries, desc=f"{self.size}: warm-up and capture", unit="q"):
-            with self.capture.installed():
-                payload = self.call_retrieve(retrieve_body(query))
+            payload = self.call_retrieve(retrieve_body(query), self.capture)
             calls = self.capture.take()
             captured.append(calls)
             self.call_search(hybrid_body(query))
@@ -170,24 +171,23 @@ class RetrieveBench:
 
     def measure_stages(self) -> dict:
         """One pass with ``explain: true``: mean ms per stage and its share of the total."""
-        wrappers = StageWrappers()
+        wrappers = StageWrappers(self.cache)
         samples: dict[str, list[float]] = {}
         candidates: dict[str, list[int]] = {}
-        with wrappers.installed():
-            for query in progress(self.queries, desc=f"{self.size}: explain pass", unit="q"):
-                wrappers.take()
-                diagnostics = self.call_retrieve(retrieve_body(query, explain=True))["diagnostics"]
-                latency = diagnostics["latencyMs"]
-                extra = wrappers.take()
-                row = {label: latency.get(key, 0.0) for label, key in STAGES}
-                row.update({label: extra.get(label, 0.0) for label, _ in WRAPPED})
-                row["other (sections, entries, explanations)"] = latency["total"] - sum(row.values())
-                row.update({f"leg: {name}": ms for name, ms in latency["legs"].items()})
-                row["total"] = latency["total"]
-                for label, value in row.items():
-                    samples.setdefault(label, []).append(value)
-                for leg, count in diagnostics["candidates"].items():
-                    candidates.setdefault(leg, []).append(count)
+        for query in progress(self.queries, desc=f"{self.size}: explain pass", unit="q"):
+            wrappers.take()
+            diagnostics = self.call_retrieve(retrieve_body(query, explain=True), wrappers)["diagnostics"]
+            latency = diagnostics["latencyMs"]
+            extra = wrappers.take()
+            row = {label: latency.get(key, 0.0) for label, key in STAGES}
+            row.update({label: extra.get(label, 0.0) for label, _ in WRAPPED})
+            row["other (sections, entries, explanations)"] = latency["total"] - sum(row.values())
+            row.update({f"leg: {name}": ms for name, ms in latency["legs"].items()})
+            row["total"] = latency["total"]
+            for label, value in row.items():
+                samples.setdefault(label, []).append(value)
+            for leg, count in diagnostics["candidates"].items():
+                candidates.setdefault(leg, []).append(count)
         n = len(self.queries)
         total = sum(samples["total"]) / n
         stages = {}
@@ -203,8 +203,7 @@ class RetrieveBench:
         import psycopg
 
         query = self.queries[0]
-        with self.capture.installed():
-            self.call_retrieve(retrieve_body(query))
+        self.call_retrieve(retrieve_body(query), self.capture)
         call = next(call for call in self.capture.take() if call["leg"] == "vector")
         cursor = psycopg.ClientCursor(self.conn)
         with self.conn.transaction():
@@ -243,12 +242,11 @@ def _run_size(args, size: int, database: str) -> dict:
                  "iterations": args.iterations, "query_samples": [q["q"] for q in bench.queries[:6]]}
     try:
         out["embedding"], vectors = bench.measure_embedding()
-        cache = VectorCache(vectors)
-        with cache.installed():
-            out["latency"] = bench.measure_latency()
-            out["stages"] = bench.measure_stages()
-            out["explain_vector"] = bench.explain_vector()
-        out["vector_cache_misses"] = cache.misses
+        bench.cache.vectors = vectors
+        out["latency"] = bench.measure_latency()
+        out["stages"] = bench.measure_stages()
+        out["explain_vector"] = bench.explain_vector()
+        out["vector_cache_misses"] = bench.cache.misses
     finally:
         settings.MEMSEEK = previous
         deleted, _ = Receipt.objects.filter(workspace=bench.workspace, created_at__gte=since).delete()

@@ -13,8 +13,8 @@ dependency-like ``deps`` link collection; built once per size into its own datab
    searches (k=20, ``include`` and ``render`` as ``GET /search`` sends them), for combined
    searches of 2 and 4 sources, for a two-source view (``view_query``) and for graph views at
    depth 1-4. Timed in this process around the service call for an already parsed JSON body:
-   no HTTP. Query embedding is excluded: every query is embedded once beforehand and
-   ``search_app.pipeline.embed_query`` is replaced by a cache lookup while timing; the
+   no HTTP. Query embedding is excluded: every query is embedded once beforehand and every
+   call passes a trace (``search_app.engine.trace``) whose ``query_vector`` looks it up; the
    embedding is reported on its own (``embed_query`` beside a raw ``SentenceTransformer.encode``).
    Touch-on-read is off (``TOUCH_ON_READ=False``): with a broker it is a queue message after
    the response; its eager in-process cost is reported separately.
@@ -61,6 +61,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memseek_site.settings")
 from bench import search_setup as setup  # noqa: E402
 from bench.processes import Server, database_url  # noqa: E402
 from bench.search_setup import latency_summary, log, percentile, progress, replay  # noqa: E402
+from search_app.engine.trace import Trace  # noqa: E402
 
 K = 20
 GRAPH_LIMIT = 100
@@ -104,90 +105,74 @@ def multi_body(count: int, query: dict) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
-# Instrumentation: the query-vector cache, candidate SQL capture, stage timers
+# Instrumentation, through the pipeline's trace hook (search_app.engine.trace): the query-vector
+# cache, candidate SQL capture, stage timers
 
 
-class VectorCache:
-    """Replaces ``run.embed_query`` while installed: query vectors come from a dict."""
+class VectorCache(Trace):
+    """Query vectors from a dict (``Trace.query_vector``); a text not in it is embedded as usual
+    and counted as a miss."""
 
     def __init__(self, vectors: dict[str, list[float]]):
         self.vectors, self.misses = vectors, 0
 
-    @contextmanager
-    def installed(self):
-        from search_app import pipeline as run
-
-        real = run.embed_query
-
-        def cached(config, text, *, workspace_id):
-            vector = self.vectors.get(text)
-            if vector is None:
-                self.misses += 1
-                vector = self.vectors[text] = real(config, text, workspace_id=workspace_id)
-            return vector
-
-        run.embed_query = cached
-        try:
-            yield self
-        finally:
-            run.embed_query = real
+    def query_vector(self, text: str):
+        vector = self.vectors.get(text)
+        if vector is None:
+            self.misses += 1
+        return vector
 
 
-class SqlCapture:
-    """Wraps ``pg_backend.candidate_ids`` and records, per call (per source), every statement
-    its channels execute (text and parameters, channel by channel in the backend's merge order),
-    the candidate cap and the ids it returned. Channels may run on the engine's pool threads, so
-    each channel function is wrapped and captures on the connection of the thread running it."""
+class _Cached(Trace):
+    """An instrument that takes its query vectors from ``cache``, so traced calls skip the model too."""
 
-    CHANNELS = ("_vector", "_text", "bm25_candidates", "_recent", "_structured")  # merge order
+    def __init__(self, cache: VectorCache):
+        self.cache = cache
 
-    def __init__(self):
+    def query_vector(self, text: str):
+        return self.cache.query_vector(text)
+
+
+class SqlCapture(_Cached):
+    """Records, per source, every statement its candidate channels execute (text and parameters,
+    channel by channel in the backend's merge order), the candidate cap and the ids the backend
+    proposed. Channels may run on the engine's pool threads: each channel stage captures on the
+    connection of the thread running it."""
+
+    CHANNELS = ("channel vector", "channel text", "channel bm25", "channel recent", "channel structured")  # merge order
+
+    def __init__(self, cache: VectorCache):
+        super().__init__(cache)
         self.calls: list[dict] = []
         self.lock = threading.Lock()
         self.pending: dict[int, dict[str, list]] = {}  # id(resolved) -> channel -> statements
 
-    def _channel(self, name: str, real):
+    @contextmanager
+    def stage(self, name, source=None):
+        if name not in self.CHANNELS:
+            yield
+            return
         from django.db import connection
 
-        def capturing(resolved, *args, **kwargs):
-            statements = []
+        statements = []
 
-            def wrapper(execute, sql, params, many, ctx):
-                statements.append((sql, list(params) if params is not None else None))
-                return execute(sql, params, many, ctx)
+        def wrapper(execute, sql, params, many, ctx):
+            statements.append((sql, list(params) if params is not None else None))
+            return execute(sql, params, many, ctx)
 
-            with connection.execute_wrapper(wrapper):
-                result = real(resolved, *args, **kwargs)
-            with self.lock:
-                self.pending.setdefault(id(resolved), {})[name] = statements
-            return result
-        return capturing
+        with connection.execute_wrapper(wrapper):
+            yield
+        with self.lock:
+            self.pending.setdefault(id(source), {})[name] = statements
 
-    @contextmanager
-    def installed(self):
-        from search_app.backends import pg as pg_backend
-
-        real = pg_backend.candidate_ids
-        channels = {name: getattr(pg_backend, name) for name in self.CHANNELS}
-
-        def capturing(resolved, context, **options):
-            ids, stats, reloaded = real(resolved, context, **options)
-            with self.lock:
-                by_channel = self.pending.pop(id(resolved), {})
-                statements = [statement for name in self.CHANNELS for statement in by_channel.get(name, [])]
-                self.calls.append({"source": resolved.source.name, "mode": resolved.source.mode,
-                                   "cap": resolved.source.candidate_cap(), "statements": statements, "ids": ids})
-            return ids, stats, reloaded
-
-        pg_backend.candidate_ids = capturing
-        for name, function in channels.items():
-            setattr(pg_backend, name, self._channel(name, function))
-        try:
-            yield self
-        finally:
-            pg_backend.candidate_ids = real
-            for name, function in channels.items():
-                setattr(pg_backend, name, function)
+    def produced(self, name, items, source=None):
+        if name != "candidates":
+            return
+        with self.lock:
+            by_channel = self.pending.pop(id(source), {})
+            statements = [statement for channel in self.CHANNELS for statement in by_channel.get(channel, [])]
+            self.calls.append({"source": source.source.name, "mode": source.source.mode,
+                               "cap": source.source.candidate_cap(), "statements": statements, "ids": items})
 
     def take(self) -> list[dict]:
         with self.lock:
@@ -197,67 +182,64 @@ class SqlCapture:
 
 
 STAGES = (
-    # (label, module path, attribute, nested-in)
-    ("catalog lookup", "search_app.services", "catalog_for_workspace", None),
-    ("parse", "search_app.services", "search_spec_parse", None),
-    ("resolve", "search_app.pipeline", "resolve_search", None),
-    ("query vector (cache lookup)", "search_app.pipeline", "embed_query", None),
-    ("candidate SQL", "search_app.backends.pg", "candidate_ids", None),
-    ("reload SQL", "search_app.backends.pg", "reload_rows", None),
-    ("recheck", "search_app.pipeline", "passes_filters", None),
-    ("rank (expression)", "search_app.pipeline", "evaluate_rank", None),
-    ("rank (order)", "search_app.pipeline", "order_scored", None),
-    ("rank (structured order)", "search_app.pipeline", "order_structured", None),
-    ("fuse", "search_app.pipeline", "fused_pool", None),
-    ("finalize (scores, cut)", "search_app.pipeline", "final_hits", None),
-    ("present (hits, render)", "search_app.services", "search_payload", None),
-    ("render (cl100k fitting)", "search_app.engine.present", "render_rows", "present (hits, render)"),
-    ("serialize (size check)", "search_app.services", "check_response_size", None),
-    ("DB connect", "django.db.backends.base.base", "BaseDatabaseWrapper.connect", None),
+    # (label, trace stage (search_app.engine.trace.SEARCH_STAGES), nested-in)
+    ("catalog lookup", "catalog lookup", None),
+    ("parse", "parse", None),
+    ("resolve", "resolve", None),
+    ("query vector (cache lookup)", "query vector", None),
+    ("candidate SQL", "candidates", None),
+    ("reload SQL", "reload", None),
+    ("recheck", "recheck", None),
+    ("rank (expression)", "rank", None),
+    ("rank (order)", "order", None),
+    ("rank (structured order)", "structured order", None),
+    ("fuse", "fuse", None),
+    ("finalize (scores, cut)", "finalize", None),
+    ("present (hits, render)", "present", None),
+    ("render (cl100k fitting)", "render", "present (hits, render)"),
+    ("serialize (size check)", "serialize", None),
+    ("DB connect", None, None),  # a thread's connection opened as one of SQL_STAGES starts
 )
+SQL_STAGES = frozenset({"catalog lookup", "candidates", "reload", *SqlCapture.CHANNELS})
 
 
-class StageTimer:
-    """Wraps the engine's stage functions with timers (a separate pass: wrapping adds a little
-    overhead). Stage times are summed per request across threads."""
+class StageTimer(_Cached):
+    """Times the pipeline's stages (a separate pass: the timers add a little overhead). Stage times
+    are summed per request across threads. A thread whose database connection is closed when a
+    stage that issues SQL starts opens it first, timed as ``DB connect`` outside the stage."""
 
-    def __init__(self):
+    def __init__(self, cache: VectorCache):
+        super().__init__(cache)
+        self.labels = {stage: label for label, stage, _nested in STAGES if stage is not None}
         self.current: dict[str, float] = {}
         self.cpu: dict[str, float] = {}
         self.lock = threading.Lock()
 
     @contextmanager
-    def installed(self):
-        import importlib
+    def stage(self, name, source=None):
+        label = self.labels.get(name)
+        if label is None:
+            yield
+            return
+        if name in SQL_STAGES:
+            from django.db import connection
 
-        restore = []
-        for label, module_path, attribute, _nested in STAGES:
-            owner = importlib.import_module(module_path)
-            parts = attribute.split(".")
-            for part in parts[:-1]:
-                owner = getattr(owner, part)
-            real = getattr(owner, parts[-1])
-            setattr(owner, parts[-1], self._timed(label, real))
-            restore.append((owner, parts[-1], real))
+            if connection.connection is None:
+                with self._timed("DB connect"):
+                    connection.ensure_connection()
+        with self._timed(label):
+            yield
+
+    @contextmanager
+    def _timed(self, label: str):
+        started, cpu_started = time.perf_counter(), time.thread_time()
         try:
-            yield self
+            yield
         finally:
-            for owner, name, real in reversed(restore):
-                setattr(owner, name, real)
-
-    def _timed(self, label, real):
-        timer = self
-
-        def timed(*args, **kwargs):
-            started, cpu_started = time.perf_counter(), time.thread_time()
-            try:
-                return real(*args, **kwargs)
-            finally:
-                elapsed, cpu = time.perf_counter() - started, time.thread_time() - cpu_started
-                with timer.lock:
-                    timer.current[label] = timer.current.get(label, 0.0) + elapsed
-                    timer.cpu[label] = timer.cpu.get(label, 0.0) + cpu
-        return timed
+            elapsed, cpu = time.perf_counter() - started, time.thread_time() - cpu_started
+            with self.lock:
+                self.current[label] = self.current.get(label, 0.0) + elapsed
+                self.cpu[label] = self.cpu.get(label, 0.0) + cpu
 
     def take(self) -> tuple[dict[str, float], dict[str, float]]:
         """(wall seconds, this process's CPU seconds) per stage since the last take."""
@@ -345,7 +327,8 @@ class Bench:
         self.config = self.catalog.value("models", "models").embedding
         self.queries = setup.query_texts(self.items, args.queries, args.seed)
         self.conn = setup.raw_connection()
-        self.capture = SqlCapture()
+        self.cache = VectorCache({})
+        self.capture = SqlCapture(self.cache)
         rng = random.Random(f"graph-seeds-{args.seed}")
         self.graph_seeds = [setup.graph_node(rng.randrange(setup.graph_nodes(size))) for _ in range(args.queries)]
 
@@ -370,23 +353,23 @@ class Bench:
 
     # -- service calls ------------------------------------------------------------------------
 
-    def call_search(self, body: dict) -> dict:
+    def call_search(self, body: dict, trace: Trace | None = None) -> dict:
         from search_app.services import search_run
 
-        return search_run(workspace=self.workspace, body=body)
+        return search_run(workspace=self.workspace, body=body, trace=trace or self.cache)
 
-    def call_view(self, name: str, body: dict) -> dict:
+    def call_view(self, name: str, body: dict, trace: Trace | None = None) -> dict:
         from search_app.views.service import view_query
 
-        return view_query(workspace=self.workspace, name=name, body=body)
+        return view_query(workspace=self.workspace, name=name, body=body, trace=trace or self.cache)
 
     def _interleaved(self, label: str, cases: list, service, baseline, *, verify=None) -> dict:
         """Warm up once, capture, then ``iterations`` passes over ``cases``; each case runs the
-        service and its baseline back to back (alternating which goes first)."""
+        service (``service(case, trace)``) and its baseline back to back (alternating which goes
+        first)."""
         captured, payloads = [], []
         for case in cases:  # warm-up and capture (not timed)
-            with self.capture.installed():
-                payloads.append(service(case))
+            payloads.append(service(case, self.capture))
             calls = self.capture.take()
             captured.append(calls)
             baseline(case, calls)
@@ -459,7 +442,8 @@ class Bench:
             results.append(result)
         cases = [{"entity": query["entity"], "task": query["q"]} for query in self.queries]
         result = self._interleaved("view events_and_facts (2 sources)", cases,
-                                   lambda body: self.call_view("events_and_facts", body), self._replay_baseline,
+                                   lambda body, trace=None: self.call_view("events_and_facts", body, trace),
+                                   self._replay_baseline,
                                    verify=self._verify_candidates)
         result.update(kind="view", sources=2, baseline_label="sum of the 2 sources' raw candidate SQL",
                       ratio_to_single_hybrid_p50=result["service"]["p50_ms"] / single_hybrid["service"]["p50_ms"])
@@ -473,9 +457,8 @@ class Bench:
                      for seed in self.graph_seeds]
             paths_returned, truncated = [], []
 
-            def service(body):
-                payload = self.call_view("dep_graph", body)
-                return payload
+            def service(body, trace=None):
+                return self.call_view("dep_graph", body, trace)
 
             def baseline(body, _calls):
                 return graph_raw(self.conn, self.workspace.pk, body["seed"], body["depth"], body["limit"])[0]
@@ -501,7 +484,7 @@ class Bench:
     def measure_stages(self) -> dict:
         """Per-stage time of every mode and of the 2-source search, one pass over the queries
         (with stage wrappers, so totals run slightly above the unwrapped figures)."""
-        timer = StageTimer()
+        timer = StageTimer(self.cache)
         out = {}
         specs = [(mode, lambda q, i, m=mode: mode_body(m, q, i)) for mode in ("hybrid", "vector", "text", "structured")]
         specs += [("2 sources (RRF)", lambda q, i: multi_body(2, q)), ("4 sources (RRF)", lambda q, i: multi_body(4, q))]
@@ -515,13 +498,13 @@ class Bench:
 
         for label, make in specs:
             totals, cpu_totals, per_stage, per_stage_cpu, counts = [], [], {}, {}, []
-            with timer.installed(), connection.execute_wrapper(count):
+            with connection.execute_wrapper(count):
                 for index, query in enumerate(self.queries):
                     body = make(query, index)
                     timer.take()
                     statements.clear()
                     started, cpu_started = time.perf_counter(), time.process_time()
-                    self.call_search(body)
+                    self.call_search(body, timer)
                     totals.append(time.perf_counter() - started)
                     cpu_totals.append(time.process_time() - cpu_started)
                     counts.append(len(statements))
@@ -531,7 +514,7 @@ class Bench:
                         per_stage_cpu.setdefault(stage, []).append(cpu.get(stage, 0.0))
             n = len(totals)
             stages = {}
-            for stage, _module, _attribute, nested in STAGES:
+            for stage, _trace_stage, nested in STAGES:
                 values = per_stage.get(stage, [])
                 if values:
                     stages[stage] = {"mean_ms": 1000 * sum(values) / n, "cpu_mean_ms": 1000 * sum(per_stage_cpu[stage]) / n,
@@ -569,8 +552,7 @@ class Bench:
         out = {}
         query = self.queries[0]
         for mode in ("vector", "text"):
-            with self.capture.installed():
-                self.call_search(mode_body(mode, query, 0))
+            self.call_search(mode_body(mode, query, 0), self.capture)
             call = self.capture.take()[0]
             cursor = psycopg.ClientCursor(self.conn)
             lines = []
@@ -753,21 +735,20 @@ def _run_size(args, size: int, database: str) -> dict:
         out["embedding"], vectors = bench.measure_embedding()
         if torch_threads() > 1:
             out["embedding_one_thread"], _ = bench.measure_embedding(threads=1)
-        cache = VectorCache(vectors)
-        with cache.installed():
-            out["searches"] = bench.measure_modes()
-            hybrid = out["searches"][0]
-            out["multi"] = bench.measure_multi(hybrid)
-            out["graph"] = bench.measure_graph()
-            log(f"{size}: stage breakdown, EXPLAIN, touch cost")
-            out["stages"] = bench.measure_stages()
-            out["explain"] = bench.explain()
-            out["touch_on_read_eager"] = bench.measure_touch()
-            ratio, p50 = hybrid["ratio_p50"], hybrid["service"]["p50_ms"]
-            if args.profile or ratio > HYBRID_RATIO_TARGET or p50 > HYBRID_P50_TARGET_MS:
-                log(f"{size}: profiling hybrid (cProfile)")
-                out["profile_hybrid"] = bench.profile_hybrid()
-        out["vector_cache_misses"] = cache.misses
+        bench.cache.vectors = vectors
+        out["searches"] = bench.measure_modes()
+        hybrid = out["searches"][0]
+        out["multi"] = bench.measure_multi(hybrid)
+        out["graph"] = bench.measure_graph()
+        log(f"{size}: stage breakdown, EXPLAIN, touch cost")
+        out["stages"] = bench.measure_stages()
+        out["explain"] = bench.explain()
+        out["touch_on_read_eager"] = bench.measure_touch()
+        ratio, p50 = hybrid["ratio_p50"], hybrid["service"]["p50_ms"]
+        if args.profile or ratio > HYBRID_RATIO_TARGET or p50 > HYBRID_P50_TARGET_MS:
+            log(f"{size}: profiling hybrid (cProfile)")
+            out["profile_hybrid"] = bench.profile_hybrid()
+        out["vector_cache_misses"] = bench.cache.misses
         if "throughput" not in args.skip:
             out["throughput"] = measure_server(args, bench)
     finally:
@@ -1037,7 +1018,7 @@ def plot(results: dict, path: Path) -> None:
     ax.legend(fontsize=8)
     # 4. stage breakdown of the single searches
     ax = axes[1][1]
-    stage_names = [s[0] for s in STAGES if s[3] is None] + ["other (unattributed)"]
+    stage_names = [s[0] for s in STAGES if s[2] is None] + ["other (unattributed)"]
     colors = plt.get_cmap("tab20").colors
     labels = []
     bottoms = []

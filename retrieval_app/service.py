@@ -28,6 +28,7 @@ import hashlib
 import time
 import uuid
 from datetime import datetime, timezone
+from functools import partial
 
 from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.embedding import embed_query
@@ -38,6 +39,7 @@ from memseek_site.errors import ApiError
 from search_app.engine.fusion import rrf_fuse
 from search_app.engine.rerank import rerank, require_rerank_model
 from search_app.engine.rows import render_row_of, rendered_score_names
+from search_app.engine.trace import NO_TRACE, Trace
 
 from . import explain
 from .compile import SECTIONS, Item, compile_sections
@@ -68,55 +70,60 @@ def learned_utility(*, workspace, record_ids: list[uuid.UUID]) -> dict[uuid.UUID
     return record_utilities(workspace=workspace, record_ids=record_ids)
 
 
-def retrieve(*, workspace, request: RetrieveRequest | dict, side_effects: bool = True) -> dict:
+def retrieve(*, workspace, request: RetrieveRequest | dict, side_effects: bool = True,
+             trace: Trace = NO_TRACE) -> dict:
     """Assemble a MemoryContext for ``workspace``. ``request`` is a parsed ``RetrieveRequest``
     or a raw ``POST /retrieve`` body. Returns the response payload; raises ``ApiError``.
 
     ``side_effects=False`` (``POST /evaluate``): no receipt is stored and nothing is touched;
     ``receiptId`` is null and the payload gains ``ranking``, the ranked ids (policies excluded)
-    in their final order after the ``topN`` cut."""
+    in their final order after the ``topN`` cut. The stages (``RETRIEVE_STAGES``) and the legs'
+    hits are reported to ``trace`` (``search_app.engine.trace``); each leg's stage runs on its thread."""
     started = time.perf_counter()
     latency: dict = {}
     if not isinstance(request, RetrieveRequest):
         request = parse_retrieve_request(request)
-    settings = retrieval_settings(workspace)
-    catalog = catalog_for_workspace(workspace)
+    with trace.stage("settings + catalog lookup"):
+        settings = retrieval_settings(workspace)
+        catalog = catalog_for_workspace(workspace)
     models = catalog.value("models", "models")
     if request.rerank:
         require_rerank_model(models)
-    with _timer(latency, "scope"):
+    with _timer(latency, "scope"), trace.stage("scope"):
         scope = compile_scope(workspace_id=workspace.pk, request=request, catalog=catalog,
                               hide_superseded=settings.hide_superseded)
     budget = None if request.raw else (request.token_budget or settings.token_budget)
     with _timer(latency, "embed"):
-        vector = _embed(models.embedding, request.query, workspace.pk) if scope.embed else None
+        vector = _embed(models.embedding, request.query, workspace.pk, trace) if scope.embed else None
     cap = leg_cap(request.top_n)
-    legs, drops, phase_latency = _run_legs(scope, catalog, request, vector, settings.min_vector_similarity, cap)
+    legs, drops, phase_latency = _run_legs(scope, catalog, request, vector, settings.min_vector_similarity, cap,
+                                           trace)
     latency.update(phase_latency)
     policy_records = legs.pop("policies")
     strong = legs.pop("strong")
 
-    with _timer(latency, "fuse"):
+    with _timer(latency, "fuse"), trace.stage("fuse"):
         fused = rrf_fuse(((name, 1.0, [hit.id for hit in legs[name]]) for name in LEGS), rank_constant=RANK_CONSTANT)
-    with _timer(latency, "reload"):
+    with _timer(latency, "reload"), trace.stage("reload"):
         rows = reload_rows(scope, [hit.id for hit in fused])
     drops["scope"] = len(fused) - len(rows)
     found = _found(legs)
-    with _timer(latency, "score"):
+    with _timer(latency, "score"), trace.stage("score"):
         ranked, floor, floor_dropped = _rank(workspace, request, settings, catalog, fused, rows)
     drops["floor"] = floor_dropped
-    with _timer(latency, "rerank"):
+    with _timer(latency, "rerank"), trace.stage("rerank"):
         ordered, judged = _rerank(models, request, ranked, rows, catalog)
     drops["topN"] = max(0, len(ordered) - request.top_n)
     final = ordered[:request.top_n]
 
-    with _timer(latency, "compile"):
+    with _timer(latency, "compile"), trace.stage("compile"):
         compiled = _compile(request, scope, catalog, policy_records, final, rows, found, budget)
     drops["budget"] = sum(len(items) for items in compiled.dropped.values())
     sections = _sections(request, compiled, fused, ranked, ordered, found, judged, floor)
     receipt_id = None
     if side_effects:
-        receipt_id = str(_store_receipt(workspace, request, compiled, budget).id)
+        with trace.stage("receipt insert"):
+            receipt_id = str(_store_receipt(workspace, request, compiled, budget).id)
         enqueue_touch(item.id for name in SECTIONS for item in compiled.included[name])
     payload = {"receiptId": receipt_id, "mode": request.mode, "asOf": _iso(request.as_of),
                "asOfAxis": request.as_of_axis, "sections": sections, "compilation": compiled.report()}
@@ -145,14 +152,18 @@ def receipt_get(*, workspace, receipt_id: uuid.UUID) -> dict:
 
 # --- stages ----------------------------------------------------------------------------------
 
-def _embed(config, query: str, workspace_id: int) -> QueryVector:
-    try:
-        return QueryVector(embed_query(config, query, workspace_id=workspace_id), config.space, config.dimensions)
-    except ProviderError as error:
-        raise error.prefixed("The query could not be embedded", code="embedding_unavailable") from None
+def _embed(config, query: str, workspace_id: int, trace: Trace = NO_TRACE) -> QueryVector:
+    with trace.stage("query vector"):
+        vector = trace.query_vector(query)
+        try:
+            if vector is None:
+                vector = embed_query(config, query, workspace_id=workspace_id)
+        except ProviderError as error:
+            raise error.prefixed("The query could not be embedded", code="embedding_unavailable") from None
+    return QueryVector(vector, config.space, config.dimensions)
 
 
-def _run_legs(scope, catalog, request: RetrieveRequest, vector, min_similarity: float, cap: int):
+def _run_legs(scope, catalog, request: RetrieveRequest, vector, min_similarity: float, cap: int, trace: Trace):
     latency: dict = {"legs": {}}
     phase1 = {"text": lambda: text_leg(scope, request.query, cap=cap), "policies": lambda: policy_rows(scope)}
     if vector is not None:
@@ -161,7 +172,7 @@ def _run_legs(scope, catalog, request: RetrieveRequest, vector, min_similarity: 
         phase1["policyDrops"] = lambda: policy_drop_count(scope, request.query, vector,
                                                           min_similarity=min_similarity, cap=cap)
     started = time.perf_counter()
-    first = run_parallel(phase1)
+    first = run_parallel(_traced(trace, phase1))
     latency["phase1"] = _ms(started)
     legs = {name: first[name][0] if name in first else [] for name in ("vector", "text")}
     strong = _strong_matches(legs["vector"], legs["text"])
@@ -171,7 +182,7 @@ def _run_legs(scope, catalog, request: RetrieveRequest, vector, min_similarity: 
                   "entity": lambda: entity_leg(scope, strong, cap=cap),
                   "derivatives": lambda: derivatives_leg(scope, strong, cap=cap)}
     started = time.perf_counter()
-    second = run_parallel(phase2)
+    second = run_parallel(_traced(trace, phase2))
     latency["phase2"] = _ms(started)
     for name in ("graph", "entity", "derivatives"):
         legs[name] = second[name][0] if name in second else []
@@ -181,6 +192,26 @@ def _run_legs(scope, catalog, request: RetrieveRequest, vector, min_similarity: 
     legs["strong"] = strong
     drops = {"policy": first["policyDrops"][0] if "policyDrops" in first else 0}
     return legs, drops, latency
+
+
+_LEG_STAGES = {"vector": "leg vector", "text": "leg text", "policies": "leg policies",
+               "policyDrops": "leg policy drops", "graph": "leg graph", "entity": "leg entity",
+               "derivatives": "leg derivatives"}
+
+
+def _traced(trace: Trace, tasks: dict) -> dict:
+    """``tasks`` (leg name -> callable), each inside its leg's stage unless untraced."""
+    if trace is NO_TRACE:
+        return tasks
+    return {name: partial(_leg_in_stage, trace, name, task) for name, task in tasks.items()}
+
+
+def _leg_in_stage(trace: Trace, name: str, task):
+    with trace.stage(_LEG_STAGES[name]):
+        result = task()
+    if name != "policyDrops":  # a count, not hits
+        trace.produced(_LEG_STAGES[name], result)
+    return result
 
 
 def _strong_matches(vector: list[LegHit], text: list[LegHit]) -> list[LegHit]:

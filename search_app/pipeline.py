@@ -30,12 +30,16 @@ from .engine.resolve import ResolvedSource, resolve_search
 from .engine.rows import render_row_of, rendered_score_names
 from .engine.scoring import order_scored, order_structured
 from .engine.spec import SearchSpec
+from .engine.trace import NO_TRACE, Trace
 
 
-def run_search(*, workspace, spec: SearchSpec, catalog: Catalog, view: bool = False) -> SearchOutcome:
-    """Run ``spec`` for ``workspace``. Raises ``ResolveError`` for catalog problems and
-    ``ApiError`` for unavailable dependencies, model failures and non-finite rank values."""
-    resolved = resolve_search(spec, catalog, view=view)
+def run_search(*, workspace, spec: SearchSpec, catalog: Catalog, view: bool = False,
+               trace: Trace = NO_TRACE) -> SearchOutcome:
+    """Run ``spec`` for ``workspace``, its stages reported to ``trace`` (``engine.trace``). Raises
+    ``ResolveError`` for catalog problems and ``ApiError`` for unavailable dependencies, model
+    failures and non-finite rank values."""
+    with trace.stage("resolve"):
+        resolved = resolve_search(spec, catalog, view=view)
     models = catalog.value("models", "models")
     if spec.rerank is not None:
         require_rerank_model(models)
@@ -46,12 +50,14 @@ def run_search(*, workspace, spec: SearchSpec, catalog: Catalog, view: bool = Fa
         gb = spec.graph_boost
         boost_walk = graph_boost_walk(workspace=workspace, catalog=catalog, graph=gb.graph, anchor=gb.anchor,
                                       depth=gb.depth, limit=gb.limit)
-    context = _context(workspace, spec, catalog, resolved)
+    context = _context(workspace, spec, catalog, resolved, trace)
     now = datetime.now(timezone.utc)
     score_names = rendered_score_names(catalog)
-    runs = _run_sources(resolved, lambda source: _run_source(spec, source, context, now, models, score_names))
+    runs = _run_sources(resolved, lambda source: _run_source(spec, source, context, now, models, score_names,
+                                                                     trace))
     if spec.fused:
-        pool, ranking = fused_pool(spec, runs, now)
+        with trace.stage("fuse"):
+            pool, ranking = fused_pool(spec, runs, now)
     else:
         pool, ranking = single_pool(spec, runs[0])
     diagnostics = {}
@@ -63,18 +69,21 @@ def run_search(*, workspace, spec: SearchSpec, catalog: Catalog, view: bool = Fa
         diagnostics["graph_boost"] = {"anchor": spec.graph_boost.anchor, "depth": spec.graph_boost.depth,
                                       "weight": spec.graph_boost.weight, "matched_records": matched,
                                       "edge_count": boost_walk.edge_count}
-    hits = final_hits(pool, spec.k, scored=ranking["scored"])
+    with trace.stage("finalize"):
+        hits = final_hits(pool, spec.k, scored=ranking["scored"])
     return SearchOutcome(spec, hits, ranking, runs, tuple(sorted({run.resolved.profile for run in runs})), diagnostics)
 
 
-def _context(workspace, spec: SearchSpec, catalog: Catalog, resolved) -> QueryContext:
+def _context(workspace, spec: SearchSpec, catalog: Catalog, resolved, trace: Trace = NO_TRACE) -> QueryContext:
     embedding = catalog.value("models", "models").embedding
     vector = None
     if any(source.source.mode in ("vector", "hybrid") for source in resolved):
-        try:
-            vector = embed_query(embedding, spec.q, workspace_id=workspace.pk)
-        except ProviderError as error:
-            raise error.prefixed("The query could not be embedded", code="embedding_unavailable") from None
+        with trace.stage("query vector"):
+            vector = trace.query_vector(spec.q)
+            try:
+                vector = vector if vector is not None else embed_query(embedding, spec.q, workspace_id=workspace.pk)
+            except ProviderError as error:
+                raise error.prefixed("The query could not be embedded", code="embedding_unavailable") from None
     return QueryContext(workspace.pk, spec.q, vector, embedding.space, embedding.dimensions)
 
 
@@ -82,33 +91,42 @@ def _run_sources(resolved, run_one) -> tuple[SourceRun, ...]:
     return tuple(run_all([partial(run_one, source) for source in resolved]))
 
 
-def _run_source(spec: SearchSpec, resolved: ResolvedSource, context, now: datetime, models, score_names) -> SourceRun:
+def _run_source(spec: SearchSpec, resolved: ResolvedSource, context, now: datetime, models, score_names,
+                trace: Trace = NO_TRACE) -> SourceRun:
     reads = rank_signals(resolved.rank) if resolved.rank is not None else frozenset()
     # Text and content are read only for the rows kept, unless the recheck, the structured
     # order or the rerank prompt reads them for every survivor.
     bodies = bool(resolved.source.where) or resolved.source.mode == "structured" or spec.rerank is not None
     backend = backend_for(resolved.backend)
     early_reload = partial(backend.reload_by_id, resolved, context, reads=reads, bodies=bodies)
-    ids, bm25, reloaded = backend.candidate_ids(resolved, context, bm25="bm25" in reads, early_reload=early_reload)
-    survivors = [row for row in backend.reload_rows(resolved, context, ids, bm25, reads=reads, bodies=bodies,
-                                                    reloaded=reloaded)
-                 if passes_filters(row, resolved)]
+    with trace.stage("candidates", resolved):
+        ids, bm25, reloaded = backend.candidate_ids(resolved, context, bm25="bm25" in reads,
+                                                    early_reload=early_reload, trace=trace)
+    trace.produced("candidates", ids, resolved)
+    with trace.stage("reload", resolved):
+        rows = backend.reload_rows(resolved, context, ids, bm25, reads=reads, bodies=bodies, reloaded=reloaded)
+    with trace.stage("recheck", resolved):
+        survivors = [row for row in rows if passes_filters(row, resolved)]
     judged = 0
     if resolved.source.mode == "structured":
         def field_value(row, name):
             return typed_value(row, resolved.access(name, row.collection, row.collection_version))
 
-        ranked = [RankedRow(row, None) for row in order_structured(survivors, resolved.source.order_by,
-                                                                   field_value=field_value)]
+        with trace.stage("structured order", resolved):
+            ranked = [RankedRow(row, None) for row in order_structured(survivors, resolved.source.order_by,
+                                                                       field_value=field_value)]
     else:
         signals = [Signals(similarity=row.similarity, text_match=row.text_match, bm25=row.bm25, scores=row.scores,
                            created_at=row.created_at, occurred_at=row.occurred_at,
                            last_accessed=row.last_accessed) for row in survivors]
-        values = evaluate_rank(resolved.rank, signals, now, path="rank")
-        ranked = order_scored(RankedRow(row, value) for row, value in zip(survivors, values))
+        with trace.stage("rank", resolved):
+            values = evaluate_rank(resolved.rank, signals, now, path="rank")
+        with trace.stage("order", resolved):
+            ranked = order_scored(RankedRow(row, value) for row, value in zip(survivors, values))
         if spec.rerank is not None and ranked:
-            result = rerank(models=models, query=spec.q, rows=[render_row_of(r.row, score_names) for r in ranked],
-                            top_n=spec.rerank.top_n, prompt_limit=memseek_setting("MAX_PROMPT_TOKENS"))
+            with trace.stage("rerank", resolved):
+                result = rerank(models=models, query=spec.q, rows=[render_row_of(r.row, score_names) for r in ranked],
+                                top_n=spec.rerank.top_n, prompt_limit=memseek_setting("MAX_PROMPT_TOKENS"))
             ranked = [RankedRow(ranked[index].row, value) for index, value in zip(result.order, result.values)]
             judged = result.judged
     keep = resolved.source.k

@@ -15,6 +15,7 @@ from typing import Protocol
 from ..engine.bm25 import Bm25Stats
 from ..engine.candidates import CanonicalRow, QueryContext, Reloaded
 from ..engine.resolve import ResolvedSource
+from ..engine.trace import NO_TRACE, Trace
 from . import pg
 
 
@@ -30,10 +31,12 @@ class CandidateBackend(Protocol):
     CAPABILITIES: tuple[str, ...]
 
     def candidate_ids(self, resolved: ResolvedSource, context: QueryContext, *, bm25: bool = False,
-                      early_reload: Callable[[list[uuid.UUID]], Reloaded] | None = None
-                      ) -> tuple[list[uuid.UUID], Bm25Stats | None, Reloaded]:
+                      early_reload: Callable[[list[uuid.UUID]], Reloaded] | None = None,
+                      trace: Trace = NO_TRACE) -> tuple[list[uuid.UUID], Bm25Stats | None, Reloaded]:
         """At most ``resolved.source.candidate_cap()`` ids in the mode's proposal order; the BM25
-        statistics of the source's scope when ``bm25``; rows reloaded early by ``early_reload``."""
+        statistics of the source's scope when ``bm25``; rows reloaded early by ``early_reload``.
+        Each channel's query runs inside ``trace.stage("channel <name>", resolved)`` on the
+        thread that issues it (``engine.trace.SEARCH_STAGES`` names the channels)."""
 
     def reload_rows(self, resolved: ResolvedSource, context: QueryContext, ids: list[uuid.UUID],
                     bm25: Bm25Stats | None = None, *, reads: frozenset[str], bodies: bool = True,

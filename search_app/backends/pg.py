@@ -27,6 +27,7 @@ from ..engine.bm25 import Bm25Stats
 from ..engine.candidates import CanonicalRow, QueryContext, Reloaded, interleave
 from ..engine.profiles import BACKEND_CAPABILITIES
 from ..engine.resolve import ResolvedSource
+from ..engine.trace import NO_TRACE, Trace
 from .pg_bm25 import bm25_candidates, score_expression, terms_join
 from .pg_scope import filter_clause, order_clause, scope_clause
 
@@ -95,8 +96,8 @@ def match_count(where: Clause, workspace_id: int, query: str, vector: tuple[list
         return int(cursor.fetchone()[0])
 
 def candidate_ids(resolved: ResolvedSource, context: QueryContext, *, bm25: bool = False,
-                  early_reload: Callable[[list[uuid.UUID]], Reloaded] | None = None
-                  ) -> tuple[list[uuid.UUID], Bm25Stats | None, Reloaded]:
+                  early_reload: Callable[[list[uuid.UUID]], Reloaded] | None = None,
+                  trace: Trace = NO_TRACE) -> tuple[list[uuid.UUID], Bm25Stats | None, Reloaded]:
     """At most the source's candidate cap of ids, in the mode's proposal order, and with
     ``bm25`` (the rank reads the bm25 signal; text and hybrid mode) the source's BM25
     statistics, whose exact-BM25 candidates join the text channel.
@@ -106,19 +107,21 @@ def candidate_ids(resolved: ResolvedSource, context: QueryContext, *, bm25: bool
     be merged: its first ``cap // channels`` (``interleave`` reaches that position in every
     channel before the pool can fill). Only the last channel to answer skips it, so what is left
     for the merged reload is that channel's ids and the few others merged beyond the share.
-    Returns (ids, stats, reloaded: those early reloads, by id, None where out of scope)."""
+    Returns (ids, stats, reloaded: those early reloads, by id, None where out of scope). Each
+    channel runs inside ``trace.stage("channel <name>", resolved)``, the early reload outside it."""
     mode = resolved.source.mode
     cap = resolved.source.candidate_cap()
     if mode in ("vector", "recent", "structured"):  # bm25 is a text and hybrid signal (spec check)
-        ids = {"vector": _vector, "recent": _recent, "structured": _structured}[mode](resolved, context, cap)
-        return ids, None, {}
+        channel = {"vector": _vector, "recent": _recent, "structured": _structured}[mode]
+        return _traced(trace, mode, channel, resolved, context, cap)(), None, {}
     # The channels are independent queries: run concurrently (memseek_site.parallel), merged in
     # this fixed order whichever finishes first.
-    lexical = [partial(_text, resolved, context, cap)]
+    lexical = [_traced(trace, "text", _text, resolved, context, cap)]
     if bm25:
-        lexical.append(partial(bm25_candidates, resolved, context.workspace_id, context.q, cap))
+        lexical.append(_traced(trace, "bm25", bm25_candidates, resolved, context.workspace_id, context.q, cap))
     if mode == "hybrid":
-        channels = [partial(_vector, resolved, context, cap), *lexical, partial(_recent, resolved, context, cap)]
+        channels = [_traced(trace, "vector", _vector, resolved, context, cap), *lexical,
+                    _traced(trace, "recent", _recent, resolved, context, cap)]
     else:
         channels = lexical
     if early_reload is not None and mode == "hybrid" and not bm25:
@@ -132,6 +135,18 @@ def candidate_ids(resolved: ResolvedSource, context: QueryContext, *, bm25: bool
         position = channels.index(lexical[0]) + 1
         stats, results[position] = results[position]
     return interleave(results, cap), stats, {}
+
+
+def _traced(trace: Trace, name: str, channel, resolved: ResolvedSource, *args) -> Callable:
+    """``channel(resolved, *args)`` as one call, inside its trace stage unless untraced."""
+    if trace is NO_TRACE:
+        return partial(channel, resolved, *args)
+    return partial(_in_stage, trace.stage, f"channel {name}", channel, resolved, *args)
+
+
+def _in_stage(stage, name: str, channel, resolved: ResolvedSource, *args):
+    with stage(name, resolved):
+        return channel(resolved, *args)
 
 
 class _Countdown:

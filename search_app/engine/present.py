@@ -12,20 +12,23 @@ from .recheck import raw_value
 from .render import render_rows
 from .rows import render_row_of, rendered_score_names
 from .outcome import Hit, SearchOutcome
+from .trace import NO_TRACE, Trace
 
 INCLUDE_TEXT_LIMIT = 2000
 
 
 def search_payload(outcome: SearchOutcome, catalog: Catalog, *, render_budget: int,
-                   backend_as_list: bool = False) -> dict:
-    """The ``POST /search`` body for ``outcome`` (without size checking)."""
+                   backend_as_list: bool = False, trace: Trace = NO_TRACE) -> dict:
+    """The ``POST /search`` body for ``outcome`` (without size checking); the token fitting of the
+    rendered block is ``trace``'s ``render`` stage."""
     spec = outcome.spec
     hits = [_hit(position, hit, outcome) for position, hit in enumerate(outcome.hits, start=1)]
     rendered, truncated = None, False
     if spec.render:
         names = rendered_score_names(catalog)
-        result = render_rows([render_row_of(hit.row, names) for hit in outcome.hits], budget_tokens=render_budget,
-                             fence=spec.fence)
+        rows = [render_row_of(hit.row, names) for hit in outcome.hits]
+        with trace.stage("render"):
+            result = render_rows(rows, budget_tokens=render_budget, fence=spec.fence)
         rendered, truncated = result.text, result.truncated
     backend = [{"source": run.resolved.source.name, "name": run.resolved.backend, "layout": None,
                 "candidate_count": run.candidate_count} for run in outcome.sources]

@@ -6,6 +6,7 @@ from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
 
 from ..engine.spec import SpecError, parse_search_spec
+from ..engine.trace import NO_TRACE, Trace
 from ..services import search_execute, search_respond
 from .definitions import View
 from .parameters import bind_parameters, input_schema, parameters_summary
@@ -32,8 +33,9 @@ def _describe(definition, catalog) -> dict:
             "required_capabilities": list(view.required_capabilities), "profiles": profiles}
 
 
-def view_query(*, workspace, name: str, body) -> dict:
-    """Run the active version of view ``name`` with the parameters in ``body``."""
+def view_query(*, workspace, name: str, body, trace: Trace = NO_TRACE) -> dict:
+    """Run the active version of view ``name`` with the parameters in ``body``; a search view's
+    stages are reported to ``trace`` (``engine.trace``)."""
     catalog = catalog_for_workspace(workspace)
     definition = catalog.get("view", name)
     if definition is None:
@@ -52,8 +54,9 @@ def view_query(*, workspace, name: str, body) -> dict:
                                  max_query_chars=memseek_setting("MAX_QUERY_CHARS"), allow_system=True)
     except SpecError as error:
         raise error.prefixed("the filled view query is invalid", code="search_spec") from None
-    outcome = search_execute(workspace=workspace, spec=spec, view=True)
-    payload = search_respond(workspace=workspace, spec=spec, outcome=outcome, backend_as_list=True, extra=wrapper)
+    outcome = search_execute(workspace=workspace, spec=spec, view=True, trace=trace)
+    payload = search_respond(workspace=workspace, spec=spec, outcome=outcome, backend_as_list=True, extra=wrapper,
+                             trace=trace)
     payload["input_record_ids"] = [hit["id"] for hit in payload["hits"]]
     payload.pop("rerank", None)
     payload.pop("graph_boost", None)

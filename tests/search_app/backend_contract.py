@@ -15,8 +15,10 @@ from catalog_app.models import Record
 from search_app.engine.candidates import QueryContext
 from search_app.engine.profiles import BACKEND_CAPABILITIES
 from search_app.engine.resolve import resolve_search
+from search_app.engine.trace import SEARCH_STAGES
 from search_app.services import search_spec_parse
 from tests.search_app.search_factories import ingest, ingest_ready, item
+from tests.search_app.tracing import RecordingTrace
 
 MODES = ("vector", "text", "recent", "structured")
 NOTES = ["Budget draft for the offsite", "The budget needs another review", "Budget approved by finance",
@@ -183,3 +185,13 @@ class BackendContract:
         two_step = self.backend.reload_rows(resolved, context, ids, reads=frozenset({"similarity"}),
                                             reloaded=reloaded)
         assert two_step == self.backend.reload_rows(resolved, context, ids, reads=frozenset({"similarity"}))
+
+    @pytest.mark.parametrize("mode", ["hybrid", *MODES])
+    def test_a_trace_sees_each_channel_of_the_mode_and_changes_no_candidate(self, corpus, mode):
+        resolved, context = self.source(corpus, mode)
+        trace = RecordingTrace()
+        traced, _, _ = self.backend.candidate_ids(resolved, context, trace=trace)
+        assert traced == self.backend.candidate_ids(resolved, context)[0]
+        channels = {"hybrid": {"channel vector", "channel text", "channel recent"}}.get(mode, {f"channel {mode}"})
+        assert {entry["name"] for entry in trace.stages} == channels and channels <= set(SEARCH_STAGES)
+        assert all(entry["source"] == resolved.source.name for entry in trace.stages)
