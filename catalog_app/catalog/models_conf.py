@@ -54,6 +54,16 @@ class EmbeddingConfig:
     # A mapping is unhashable; configs that differ only here are unequal, which hashing allows.
     params: MappingProxyType = field(default_factory=lambda: MappingProxyType({}), hash=False)
 
+    def __reduce__(self):
+        # A mappingproxy cannot be pickled, and configs are sent to other processes (embedding
+        # pools): the params travel as a plain dict and are wrapped again on arrival.
+        return _embedding_config, (self.provider, self.model, self.dimensions, self.space, self.batch,
+                                   self.max_text_chars, dict(self.params))
+
+
+def _embedding_config(provider, model, dimensions, space, batch, max_text_chars, params) -> EmbeddingConfig:
+    return EmbeddingConfig(provider, model, dimensions, space, batch, max_text_chars, MappingProxyType(params))
+
 
 @dataclass(frozen=True, slots=True)
 class ModelsConfig:

@@ -1,6 +1,7 @@
 """Embedding texts: the bundled MiniLM model, and the OpenAI-compatible HTTP adapter against a
 real loopback server."""
 import math
+import pickle
 import shutil
 import socket
 from dataclasses import replace
@@ -284,3 +285,12 @@ def test_one_text_is_one_call_without_a_tokenizer_pass(local_calls, monkeypatch)
     monkeypatch.setattr(embedding, "calls_by_token_counts", lambda lengths, limit: pytest.fail("tokenized"))
     (vector,) = embed_texts(LOCAL, ["where is my parcel"])
     assert local_calls == [["where is my parcel"]] and len(vector) == 384
+
+
+def test_an_embedding_config_with_params_crosses_process_boundaries():
+    """Process pools (the bench's embedding fill) pickle the config; params survive the trip."""
+    config = replace(http_config("http://127.0.0.1:9"), params=MappingProxyType({"input_type": "document",
+                                                                                  "truncate": {"side": "end"}}))
+    copy = pickle.loads(pickle.dumps(config))
+    assert copy == config and isinstance(copy.params, MappingProxyType)
+    assert dict(copy.params) == {"input_type": "document", "truncate": {"side": "end"}}
