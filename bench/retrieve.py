@@ -51,7 +51,8 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memseek_site.settings")
 
 from bench import search_setup as setup  # noqa: E402
-from bench.retrieve_tools import WRAPPED, LegCapture, StageWrappers, VectorCache  # noqa: E402
+from bench.retrieve_tools import WRAPPED, LegCapture, StageWrappers  # noqa: E402
+from bench.tracing import VectorCache  # noqa: E402
 from bench.search_setup import latency_summary, log, progress, replay  # noqa: E402
 
 TOKEN_BUDGET = 4000

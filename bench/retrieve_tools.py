@@ -10,7 +10,7 @@ import threading
 import time
 from contextlib import contextmanager
 
-from search_app.engine.trace import Trace
+from bench.tracing import Cached, VectorCache
 
 # trace stage -> the leg's name in the bench's tables, in the order the report lists them
 LEGS = {"leg vector": "vector", "leg text": "text", "leg policies": "policies", "leg graph": "graph",
@@ -19,31 +19,7 @@ LEGS = {"leg vector": "vector", "leg text": "text", "leg policies": "policies", 
 WRAPPED = (("settings + catalog lookup", "settings + catalog lookup"), ("receipt INSERT", "receipt insert"))
 
 
-class VectorCache(Trace):
-    """Query vectors from a dict (``Trace.query_vector``); a text not in it is embedded as usual
-    and counted as a miss."""
-
-    def __init__(self, vectors: dict):
-        self.vectors, self.misses = vectors, 0
-
-    def query_vector(self, text: str):
-        vector = self.vectors.get(text)
-        if vector is None:
-            self.misses += 1
-        return vector
-
-
-class _Cached(Trace):
-    """An instrument that takes its query vectors from ``cache``, so traced calls skip the model too."""
-
-    def __init__(self, cache: VectorCache):
-        self.cache = cache
-
-    def query_vector(self, text: str):
-        return self.cache.query_vector(text)
-
-
-class LegCapture(_Cached):
+class LegCapture(Cached):
     """Records, per leg call, every statement it executes on its (thread's) connection and the
     ids it returned."""
 
@@ -83,7 +59,7 @@ class LegCapture(_Cached):
         return sorted(calls, key=lambda call: order.index(call["leg"]))
 
 
-class StageWrappers(_Cached):
+class StageWrappers(Cached):
     """Times the settings/catalog lookup and the receipt INSERT inside ``retrieve``."""
 
     def __init__(self, cache: VectorCache):

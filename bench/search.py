@@ -61,6 +61,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memseek_site.settings")
 from bench import search_setup as setup  # noqa: E402
 from bench.processes import Server, database_url  # noqa: E402
 from bench.search_setup import latency_summary, log, percentile, progress, replay  # noqa: E402
+from bench.tracing import Cached, VectorCache  # noqa: E402
 from search_app.engine.trace import Trace  # noqa: E402
 
 K = 20
@@ -109,31 +110,7 @@ def multi_body(count: int, query: dict) -> dict:
 # cache, candidate SQL capture, stage timers
 
 
-class VectorCache(Trace):
-    """Query vectors from a dict (``Trace.query_vector``); a text not in it is embedded as usual
-    and counted as a miss."""
-
-    def __init__(self, vectors: dict[str, list[float]]):
-        self.vectors, self.misses = vectors, 0
-
-    def query_vector(self, text: str):
-        vector = self.vectors.get(text)
-        if vector is None:
-            self.misses += 1
-        return vector
-
-
-class _Cached(Trace):
-    """An instrument that takes its query vectors from ``cache``, so traced calls skip the model too."""
-
-    def __init__(self, cache: VectorCache):
-        self.cache = cache
-
-    def query_vector(self, text: str):
-        return self.cache.query_vector(text)
-
-
-class SqlCapture(_Cached):
+class SqlCapture(Cached):
     """Records, per source, every statement its candidate channels execute (text and parameters,
     channel by channel in the backend's merge order), the candidate cap and the ids the backend
     proposed. Channels may run on the engine's pool threads: each channel stage captures on the
@@ -203,7 +180,7 @@ STAGES = (
 SQL_STAGES = frozenset({"catalog lookup", "candidates", "reload", *SqlCapture.CHANNELS})
 
 
-class StageTimer(_Cached):
+class StageTimer(Cached):
     """Times the pipeline's stages (a separate pass: the timers add a little overhead). Stage times
     are summed per request across threads. A thread whose database connection is closed when a
     stage that issues SQL starts opens it first, timed as ``DB connect`` outside the stage."""
