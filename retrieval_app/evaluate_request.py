@@ -2,7 +2,7 @@
 
 Shape (camelCase; unknown keys are ``422 request_schema`` with their dotted path)::
 
-    {queries: [{id?, query, relevant: {<record id>: <grade, integer >= 0>}, ...overrides}],  # 1..100
+    {queries: [{id?, query, relevant: {<record id>: <grade, integer 0..100>}, ...overrides}],  # 1..100
      k?: 1..100 (default 10),
      target?: "retrieve" (default) | {view: <name>, parameters?: {...}, queryParameter?: "task"}}
 
@@ -32,6 +32,9 @@ MAX_QUERIES = 100
 MAX_K = 100
 DEFAULT_K = 10
 MAX_RELEVANT = 1000
+# Grades beyond this have no use for ranking quality, and the metric library's work grows with the
+# largest grade it is given.
+MAX_GRADE = 100
 ID_CHARS = 200
 DEFAULT_QUERY_PARAMETER = "task"
 _FIXED = {"raw": "evaluation always runs raw: true", "topN": "evaluation sets topN to k",
@@ -151,7 +154,7 @@ def _relevant(value, path: str) -> MappingProxyType:
         record_id = str(parse_uuid(key, where))
         if record_id in grades:
             raise fail(where, "names the same record as another key")
-        grades[record_id] = parse_int(grade, where, minimum=0)
+        grades[record_id] = parse_int(grade, where, minimum=0, maximum=MAX_GRADE)
     if not any(grade >= 1 for grade in grades.values()):
         raise fail(path, "needs at least one record with grade >= 1 (recall and reciprocal rank are undefined "
                          "without one)")

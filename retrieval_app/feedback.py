@@ -56,7 +56,7 @@ class FeedbackRequest:
 def parse_feedback_request(raw) -> FeedbackRequest:
     """Parse a feedback body; raises ``ApiError('request_schema')`` with the camelCase path."""
     doc = parse_object(raw, "", allowed=_KEYS, required=("outcome",))
-    outcome = doc["outcome"]
+    outcome = parse_string(doc["outcome"], "outcome")
     if outcome not in OUTCOME_SCORES:
         raise fail("outcome", f"must be one of {', '.join(OUTCOME_SCORES)}")
     score = OUTCOME_SCORES[outcome]

@@ -8,6 +8,7 @@ import pytest
 from ir_measures import RR, Qrel, R, ScoredDoc, nDCG
 
 from catalog_app.models import Record
+from retrieval_app.evaluate_request import MAX_GRADE
 from retrieval_app.models import Receipt
 from search_app.views.service import view_query
 from tests.retrieval_app.factories import catalog_dir, event, fact, link, load, policy, retrieve, write
@@ -195,6 +196,10 @@ BAD = str(uuid.uuid4())
     ({"queries": [{"query": "q", "relevant": {}}]}, 422, "request_schema", "queries[0].relevant"),
     ({"queries": [{"query": "q", "relevant": [BAD]}]}, 422, "request_schema", "queries[0].relevant"),
     ({"queries": [{"query": "q", "relevant": {BAD: -1}}]}, 422, "request_schema", f"queries[0].relevant.{BAD}"),
+    ({"queries": [{"query": "q", "relevant": {BAD: 1_000_000_000}}]}, 422, "request_schema",
+     f"queries[0].relevant.{BAD}"),
+    ({"queries": [{"query": "q", "relevant": {BAD: MAX_GRADE + 1}}]}, 422, "request_schema",
+     f"queries[0].relevant.{BAD}"),
     ({"queries": [{"query": "q", "relevant": {BAD: 1.5}}]}, 422, "request_schema", f"queries[0].relevant.{BAD}"),
     ({"queries": [{"query": "q", "relevant": {BAD: True}}]}, 422, "request_schema", f"queries[0].relevant.{BAD}"),
     ({"queries": [{"query": "q", "relevant": {BAD: "2"}}]}, 422, "request_schema", f"queries[0].relevant.{BAD}"),

@@ -171,6 +171,9 @@ def test_rebuilding_the_utility_from_feedback_rows_gives_the_maintained_values(l
 @pytest.mark.parametrize("body, path", [
     ({}, "outcome"),
     ({"outcome": "great"}, "outcome"),
+    ({"outcome": {}}, "outcome"),
+    ({"outcome": ["success"]}, "outcome"),
+    ({"outcome": 1}, "outcome"),
     ({"outcome": "success", "score": 1.5}, "score"),
     ({"outcome": "success", "score": -0.1}, "score"),
     ({"outcome": "success", "score": True}, "score"),
