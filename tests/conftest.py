@@ -30,6 +30,23 @@ def _fresh_key_cache():
 
 
 @pytest.fixture
+def embedded_texts(monkeypatch):
+    """The texts sent to the embedding model, in order, while the real model still embeds them
+    (a query-vector cache hit sends none)."""
+    from catalog_app import embedding
+
+    sent: list[str] = []
+    real = embedding.embed_texts
+
+    def recording(config, texts):
+        sent.extend(texts)
+        return real(config, texts)
+
+    monkeypatch.setattr(embedding, "embed_texts", recording)
+    return sent
+
+
+@pytest.fixture
 def workspace_and_key(db):
     return workspace_create(name="acme")
 

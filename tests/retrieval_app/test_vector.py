@@ -3,7 +3,6 @@ the minimum cosine similarity (a workspace setting), visibility and tenant isola
 into the vector query."""
 import pytest
 
-from catalog_app import embedding
 from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.models import Workspace
 from catalog_app.services.workspaces import workspace_create
@@ -85,7 +84,7 @@ def test_vector_leg_tenant_isolation(workspace, directory, api):
     assert body["diagnostics"]["candidates"]["vector"] == 1
 
 
-def test_the_query_vector_cache_is_per_workspace(workspace, directory, api, monkeypatch):
+def test_the_query_vector_cache_is_per_workspace(workspace, directory, api, embedded_texts):
     """Workspace B asking what A just asked is embedded again: a shared cache hit would answer B
     faster and so tell it what A searched for."""
     load(workspace, directory)
@@ -93,18 +92,10 @@ def test_the_query_vector_cache_is_per_workspace(workspace, directory, api, monk
     load(other, directory)
     other_api = APIClient()
     other_api.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
-    embedded = []
-    real = embedding.embed_texts
-
-    def counting(config, texts):
-        embedded.extend(texts)
-        return real(config, texts)
-
-    monkeypatch.setattr(embedding, "embed_texts", counting)
     query = "Which workspace asked about the spending limit first?"
     retrieve(api, {"query": query})
     retrieve(other_api, {"query": query})
-    assert embedded == [query, query]
+    assert embedded_texts == [query, query]
     retrieve(api, {"query": query})
     retrieve(other_api, {"query": query})
-    assert embedded == [query, query]  # each workspace's own repeat is still a hit
+    assert embedded_texts == [query, query]  # each workspace's own repeat is still a hit

@@ -5,7 +5,6 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from catalog_app import embedding
 from catalog_app.services.catalog_load import catalog_load
 from catalog_app.services.workspaces import workspace_create
 from tests.conftest import EXAMPLE_CATALOG
@@ -193,21 +192,13 @@ def test_a_keyed_value_in_another_workspace_never_hides_mine(catalog, api, other
     assert found(api) == ids(mine)
 
 
-def test_the_query_vector_cache_is_per_workspace(catalog, api, other_workspace_api, monkeypatch):
+def test_the_query_vector_cache_is_per_workspace(catalog, api, other_workspace_api, embedded_texts):
     """A query vector cached for one workspace never answers another's search: a hit is faster
     than embedding, so sharing it would tell workspace B what A just searched for."""
-    embedded = []
-    real = embedding.embed_texts
-
-    def counting(config, texts):
-        embedded.extend(texts)
-        return real(config, texts)
-
-    monkeypatch.setattr(embedding, "embed_texts", counting)
     query = {"mode": "vector", "q": "what did the other tenant just search for"}
     found(api, query=query)
     found(other_workspace_api, query=query)
-    assert embedded == [query["q"]] * 2
+    assert embedded_texts == [query["q"]] * 2
     found(api, query=query)
     found(other_workspace_api, query=query)
-    assert embedded == [query["q"]] * 2
+    assert embedded_texts == [query["q"]] * 2
