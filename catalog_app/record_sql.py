@@ -234,3 +234,10 @@ def hnsw_scan(pool: int) -> Iterator:
         cursor.execute("SELECT set_config('hnsw.ef_search', %s, true), "
                        "set_config('hnsw.iterative_scan', 'relaxed_order', true)", [str(max(40, min(pool, 1000)))])
         yield cursor
+
+
+def source_bytes(alias: str = "r") -> str:
+    """The serialized size of a source row as lexical scan budgets count it (lexical-search.md,
+    ``scanned_bytes``): the UTF-8 bytes of the record's text plus those of its content as JSON
+    text. One definition, so a scan and any maintained total agree byte for byte."""
+    return f"(octet_length({alias}.text) + octet_length({alias}.content::text))"
