@@ -36,6 +36,12 @@ DEFAULTS: dict[str, object] = {
     "MAX_GRAPH_PATHS": 100,
     "MODEL_CONTEXT_TOKENS": 60_000,
     "MAX_PROMPT_TOKENS": 50_000,
+    # Memory lookups (GET /memory/*)
+    "MEMORY_PAGE_LIMIT": 20,
+    "MEMORY_MAX_PAGE": 100,
+    "MEMORY_AROUND_MAX": 50,
+    "MEMORY_GREP_MAX_CHARS": 512,
+    "MEMORY_GREP_CANDIDATES": 10_000,
     # Auth
     "API_KEY_CACHE_TTL_S": 60,
     # Enrichment
@@ -51,7 +57,7 @@ DEFAULTS: dict[str, object] = {
 }
 
 _CEILINGS = {"API_KEY_CACHE_TTL_S": 60, "MAX_GRAPH_DEPTH": 16, "MAX_GRAPH_PATHS": 500,
-             "MAX_DERIVATION_DEPTH": 16, "MAX_DERIVED_FROM": 256}
+             "MAX_DERIVATION_DEPTH": 16, "MAX_DERIVED_FROM": 256, "MEMORY_MAX_PAGE": 1000, "MEMORY_AROUND_MAX": 500}
 
 
 def memseek_setting(name: str):

@@ -2,6 +2,8 @@ from django.urls import path
 
 from .api import EvaluateView, FeedbackView, ReceiptView, RetrieveView
 from .context_api import ContextView
+from .memory.api import (MemoryAroundView, MemoryGrepView, MemoryHistoryView, MemoryLatestView, MemoryLsView,
+                         MemoryReadView)
 
 urlpatterns = [
     path("retrieve", RetrieveView.as_view(), name="retrieve"),
@@ -9,4 +11,10 @@ urlpatterns = [
     path("receipts/<str:id>/feedback", FeedbackView.as_view(), name="receipt-feedback"),
     path("evaluate", EvaluateView.as_view(), name="evaluate"),
     path("context", ContextView.as_view(), name="context"),
+    path("memory/grep", MemoryGrepView.as_view(), name="memory-grep"),
+    path("memory/latest", MemoryLatestView.as_view(), name="memory-latest"),
+    path("memory/around", MemoryAroundView.as_view(), name="memory-around"),
+    path("memory/read", MemoryReadView.as_view(), name="memory-read"),
+    path("memory/ls", MemoryLsView.as_view(), name="memory-ls"),
+    path("memory/history", MemoryHistoryView.as_view(), name="memory-history"),
 ]

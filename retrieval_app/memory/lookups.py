@@ -1,0 +1,135 @@
+"""``grep``, ``latest`` and ``around``: passages found without ranking and without a model.
+
+* ``grep``: every passage under the path whose text holds the phrase, case ignored (Python's
+  ``str.lower``, the tokeniser's), with the phrase's ends on word boundaries wherever it starts
+  or ends with a letter or digit: ``E-4021`` finds "error E-4021" but not "E-40213", since an
+  id or a code is a whole token. Candidates are bounded (``MEMORY_GREP_CANDIDATES``) and come
+  from ``grep_candidates``; each is verified here, so only real matches are shown.
+  ``complete: false`` says the candidate bound was reached and older matches may exist.
+* ``latest``: the newest passages under the path, or every one between two dates.
+* ``around``: the passages either side of one, in the same conversation: the same collection
+  and entity, events only (a named fact is not a turn), the same thread value when the
+  collection version declares a thread field, ordered by ``(occurred_at, seq)``.
+
+All three page newest first by ``(occurred_at, seq)`` (``rows``), except ``around``, which
+returns each side oldest first, as the conversation reads.
+"""
+from __future__ import annotations
+
+import json
+import re
+from itertools import islice
+
+from django.db import connection
+
+from catalog_app.catalog.registry import Catalog
+from catalog_app.catalog.runtime import catalog_for_workspace
+from catalog_app.record_sql import RECORD, Clause
+from memseek_site.conf import memseek_setting
+from memseek_site.errors import ApiError
+
+from .addresses import MemoryPath
+from .hits import collection_of, hit_shape, passage_roles
+from .params import AroundRequest, GrepRequest, LatestRequest, Window
+from .rows import COLUMNS, PassageRow, fetch_rows, newest_page, newest_rows, page_of, passage_scope, require_held
+
+_WORD_EDGE = re.compile(r"[^\W_]")
+
+
+def memory_grep(*, workspace, request: GrepRequest) -> dict:
+    catalog = catalog_for_workspace(workspace)
+    scope = _window_scope(workspace, catalog, request.window)
+    bound = memseek_setting("MEMORY_GREP_CANDIDATES")
+    candidates, complete = grep_candidates(workspace_id=workspace.pk, scope=scope, terms=request.terms,
+                                           phrase=request.phrase, bound=bound)
+    matcher = phrase_matcher(request.phrase)
+    limit = request.page.limit
+    matches = (row for row in newest_rows(scope=scope, cursor=request.page.cursor, chunk=2 * limit,
+                                           extra=candidates) if matcher(row.text))
+    rows = list(islice(matches, limit + 1))
+    shown, next_cursor = page_of(rows, limit)
+    return {"query": request.phrase, "path": request.window.path.text, "found": len(shown),
+            "hits": [hit_shape(row, passage_roles(row, catalog)) for row in shown], "next_cursor": next_cursor,
+            "complete": complete}
+
+
+def grep_candidates(*, workspace_id: int, scope: Clause, terms: tuple[str, ...], phrase: str,
+                    bound: int) -> tuple[Clause, bool]:
+    """SQL narrowing ``scope`` to the grep candidates (every passage that may hold ``phrase``),
+    and whether that set is complete (the bound was not reached)."""
+    sql = (f"SELECT r.seq FROM {RECORD} r WHERE {scope.sql} AND strpos(lower(r.text), lower(%s)) > 0 "
+           "ORDER BY r.seq DESC LIMIT %s")
+    rows = fetch_seqs(sql, [*scope.params, phrase, bound + 1])
+    return Clause("r.seq = ANY(%s)", (rows[:bound],)), len(rows) <= bound
+
+
+def fetch_seqs(sql: str, params: list) -> list[int]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [seq for (seq,) in cursor.fetchall()]
+
+
+def phrase_matcher(phrase: str):
+    """Whether a text holds ``phrase`` as grep defines it (module docstring)."""
+    needle = phrase.lower()
+    start = r"(?<![^\W_])" if _WORD_EDGE.match(needle[0]) else ""
+    end = r"(?![^\W_])" if _WORD_EDGE.match(needle[-1]) else ""
+    pattern = re.compile(start + re.escape(needle) + end)
+    return lambda text: pattern.search(text.lower()) is not None
+
+
+def memory_latest(*, workspace, request: LatestRequest) -> dict:
+    catalog = catalog_for_workspace(workspace)
+    scope = _window_scope(workspace, catalog, request.window)
+    rows = newest_page(scope=scope, cursor=request.page.cursor, limit=request.page.limit)
+    shown, next_cursor = page_of(rows, request.page.limit)
+    return {"path": request.window.path.text, "found": len(shown),
+            "hits": [hit_shape(row, passage_roles(row, catalog)) for row in shown], "next_cursor": next_cursor}
+
+
+def memory_around(*, workspace, request: AroundRequest) -> dict:
+    catalog = catalog_for_workspace(workspace)
+    prefix = MemoryPath("passages", request.path.collection, request.path.entity)
+    scope = passage_scope(workspace_id=workspace.pk, catalog=catalog, path=prefix)
+    anchors = fetch_rows(f"SELECT {COLUMNS} FROM {RECORD} r WHERE {scope.sql} AND r.id = %s",
+                         [*scope.params, request.path.record_id])
+    if not anchors:
+        raise ApiError("path_not_found", f"no passage is stored at {request.path.text!r}", "path")
+    anchor = anchors[0]
+    conversation = scope & Clause("r.key IS NULL") & _same_thread(anchor, catalog)
+    position = (anchor.occurred_at, anchor.seq)
+    before = fetch_rows(f"SELECT {COLUMNS} FROM {RECORD} r WHERE {conversation.sql} AND (r.occurred_at, r.seq) < "
+                        "(%s, %s) ORDER BY r.occurred_at DESC, r.seq DESC LIMIT %s",
+                        [*conversation.params, *position, request.before])[::-1] if request.before else []
+    after = fetch_rows(f"SELECT {COLUMNS} FROM {RECORD} r WHERE {conversation.sql} AND (r.occurred_at, r.seq) > "
+                       "(%s, %s) ORDER BY r.occurred_at, r.seq LIMIT %s",
+                       [*conversation.params, *position, request.after]) if request.after else []
+
+    def shaped(rows: list[PassageRow]) -> list[dict]:
+        return [hit_shape(row, passage_roles(row, catalog)) for row in rows]
+
+    return {"passage": shaped([anchor])[0], "before": shaped(before), "after": shaped(after)}
+
+
+def _same_thread(anchor: PassageRow, catalog: Catalog) -> Clause:
+    """SQL: the row carries the anchor's thread value (or, like the anchor, none) at the path of
+    the anchor's thread field; TRUE when its collection version declares none."""
+    collection = collection_of(anchor, catalog)
+    if collection is None or collection.thread_field is None:
+        return Clause("TRUE")
+    field = collection.fields[collection.thread_field]
+    column, *keys = field.path
+    value = anchor.content if column == "content" else anchor.annotations
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    # Declared paths are validated names (FIELD_PATH), so the column is one of two literals.
+    expression = f"r.{'content' if column == 'content' else 'annotations'} #> %s"
+    if value is None:
+        return Clause(f"({expression}) IS NULL OR jsonb_typeof({expression}) = 'null'", (list(keys), list(keys)))
+    return Clause(f"({expression}) = %s::jsonb", (list(keys), json.dumps(value)))
+
+
+def _window_scope(workspace, catalog: Catalog, window: Window) -> Clause:
+    require_held(workspace_id=workspace.pk, catalog=catalog, path=window.path, field="path", entity=window.entity)
+    return passage_scope(workspace_id=workspace.pk, catalog=catalog, path=window.path, entity=window.entity,
+                         window=window.dates)

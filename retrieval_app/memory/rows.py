@@ -1,0 +1,163 @@
+"""What the memory lookups read, and the one SQL home of their scope and pages.
+
+A *passage* is a live (ready, not retracted), ``active``, current-in-lane record of one of the
+workspace's collections: every event, and the current value of every keyed lane (the
+transaction axis, as ``catalog_app.record_sql.record_scope(current=True)`` defines it; drafts
+are proposals, not memory). A *fact* is such a passage with a key. Every rule comes from
+``record_sql``; this module only adds the path, the entity and the date window, each of which
+narrows.
+
+A path that names something the workspace does not hold (an unknown collection, an entity
+with no passages or facts there) is ``404 path_not_found``, never an empty answer, so another
+workspace's paths look exactly like missing ones.
+
+Pages are newest first by ``(occurred_at, seq)``; a cursor is that position of the last row
+shown, written ``<microseconds since 1970 UTC>.<seq>``.
+"""
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+
+from django.db import connection
+
+from catalog_app.catalog.registry import Catalog
+from catalog_app.record_sql import FALSE, RECORD, Clause, record_scope
+from memseek_site.errors import ApiError, RequestError
+
+from .addresses import MemoryPath
+from .dates import DateWindow
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_CURSOR = re.compile(r"^(-?\d{1,18})\.(\d{1,19})$")
+COLUMNS = ("r.id, r.seq, r.collection, r.collection_version, r.entity, r.type, r.key, r.status, r.text, r.content, "
+           "r.annotations, r.derived_from, r.occurred_at, r.created_at")
+
+
+@dataclass(frozen=True, slots=True)
+class PassageRow:
+    id: uuid.UUID
+    seq: int
+    collection: str
+    collection_version: int
+    entity: str
+    type: str
+    key: str | None
+    status: str
+    text: str
+    content: dict
+    annotations: dict
+    derived_from: tuple[uuid.UUID, ...]
+    occurred_at: datetime
+    created_at: datetime
+
+
+def passage_row(values: Sequence) -> PassageRow:
+    """A row of ``COLUMNS``, in order."""
+    *head, content, annotations, derived, occurred_at, created_at = values
+    return PassageRow(*head, _json(content), _json(annotations), tuple(derived or ()), occurred_at, created_at)
+
+
+def _json(value):
+    # Django's psycopg adapter hands jsonb to raw cursors as text.
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def fetch_rows(sql: str, params: Sequence) -> list[PassageRow]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, list(params))
+        return [passage_row(values) for values in cursor.fetchall()]
+
+
+def passage_scope(*, workspace_id: int, catalog: Catalog, path: MemoryPath, entity: str | None = None,
+                  window: DateWindow = DateWindow(), alias: str = "r") -> Clause:
+    """SQL: the passages (or, under ``facts/``, the facts) under ``path`` prefix, of ``entity``
+    when given, inside ``window``. Only the path's first three segments narrow here."""
+    versions = {name: [d.version for d in catalog.versions("collection", name)]
+                for name in catalog.names("collection")}
+    if path.collection is not None:
+        versions = {path.collection: versions[path.collection]} if path.collection in versions else {}
+    entities = [value for value in (path.entity, entity) if value is not None]
+    if not versions or len(set(entities)) > 1:
+        return FALSE
+    clause = record_scope(workspace_id=workspace_id, collection_versions=versions, entities=entities[:1] or None,
+                          status="active", keyed=True if path.kind == "facts" else None, current=True, alias=alias)
+    if window.start is not None:
+        clause = clause & Clause(f"{alias}.occurred_at >= %s", (window.start,))
+    if window.end is not None:
+        clause = clause & Clause(f"{alias}.occurred_at < %s", (window.end,))
+    return clause
+
+
+def require_held(*, workspace_id: int, catalog: Catalog, path: MemoryPath, field: str, entity: str | None = None,
+                 entity_field: str = "entity") -> None:
+    """Raise ``404 path_not_found`` unless the workspace holds something under ``path``'s
+    collection and entity, and for ``entity`` (a collection of the catalog counts even while
+    it is empty)."""
+    if path.collection is not None and path.collection not in catalog.names("collection"):
+        raise _not_found(MemoryPath(path.kind, path.collection).text, field)
+    base = MemoryPath(path.kind, path.collection)
+    for value, where in ((path.entity, field), (entity, entity_field)):
+        if value is None:
+            continue
+        scope = passage_scope(workspace_id=workspace_id, catalog=catalog, path=base, entity=value)
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {RECORD} r WHERE {scope.sql})", list(scope.params))
+            if not cursor.fetchone()[0]:
+                raise _not_found(f"{base.text or 'memory'} for entity {value!r}", where)
+
+
+def _not_found(what: str, field: str) -> ApiError:
+    return ApiError("path_not_found", f"nothing is stored under {what}", field)
+
+
+def newest_rows(*, scope: Clause, cursor: tuple[datetime, int] | None, chunk: int,
+                extra: Clause | None = None) -> Iterator[PassageRow]:
+    """Every passage of ``scope`` (and ``extra``) after ``cursor``, newest first, read ``chunk``
+    rows at a time."""
+    while True:
+        batch = newest_page(scope=scope, cursor=cursor, limit=chunk - 1, extra=extra)
+        yield from batch
+        if len(batch) < chunk:
+            return
+        cursor = (batch[-1].occurred_at, batch[-1].seq)
+
+
+def newest_page(*, scope: Clause, cursor: tuple[datetime, int] | None, limit: int,
+                extra: Clause | None = None) -> list[PassageRow]:
+    """At most ``limit + 1`` passages of ``scope`` (and ``extra``), newest first, after ``cursor``."""
+    where = scope if extra is None else scope & extra
+    if cursor is not None:
+        where = where & Clause("(r.occurred_at, r.seq) < (%s, %s)", cursor)
+    return fetch_rows(f"SELECT {COLUMNS} FROM {RECORD} r WHERE {where.sql} "
+                      "ORDER BY r.occurred_at DESC, r.seq DESC LIMIT %s", [*where.params, limit + 1])
+
+
+def cursor_text(row: PassageRow) -> str:
+    return f"{(row.occurred_at - _EPOCH) // timedelta(microseconds=1)}.{row.seq}"
+
+
+def parse_cursor(raw: str, field: str = "cursor") -> tuple[datetime, int]:
+    match = _CURSOR.fullmatch(raw)
+    if match is None:
+        raise RequestError("request_schema", f"{raw!r} is not a cursor; pass next_cursor from the previous page",
+                           field)
+    try:
+        instant = _EPOCH + timedelta(microseconds=int(match.group(1)))
+    except OverflowError:
+        raise RequestError("request_schema", f"{raw!r} is not a cursor of this service", field) from None
+    seq = int(match.group(2))
+    if seq > 2**63 - 1:
+        raise RequestError("request_schema", f"{raw!r} is not a cursor of this service", field)
+    return instant, seq
+
+
+def page_of(rows: list[PassageRow], limit: int) -> tuple[list[PassageRow], str | None]:
+    """The rows to show and the cursor of the next page (``None``: this was the last)."""
+    if len(rows) > limit:
+        return rows[:limit], cursor_text(rows[limit - 1])
+    return rows, None
