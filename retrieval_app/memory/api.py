@@ -97,7 +97,7 @@ class MemoryVersionSerializer(serializers.Serializer):
     path = serializers.CharField(help_text="This version's passage path (readable by /memory/read).")
     fact_path = serializers.CharField()
     text = serializers.CharField(allow_blank=True)
-    status = serializers.ChoiceField(["current", "superseded", "retracted", "pending"])
+    status = serializers.CharField(help_text="current, superseded, retracted (a tombstone) or pending (not ready).")
     superseded_by = serializers.UUIDField(allow_null=True)
     said_on = serializers.DateField(help_text="The UTC day of occurred_at.")
     occurred_at = serializers.DateTimeField()

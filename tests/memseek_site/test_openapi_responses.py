@@ -72,6 +72,7 @@ COVERED = {
     ("POST", "/records/{id}/approve"), ("POST", "/records/{id}/reject"), ("POST", "/retrieve"),
     ("GET", "/receipts/{id}"), ("POST", "/receipts/{id}/feedback"), ("POST", "/evaluate"),
 }
+COVERED |= {("GET", f"/memory/{route}") for route in ("grep", "latest", "around", "read", "ls", "history")}
 
 
 def test_every_documented_operation_is_checked_here():
@@ -158,3 +159,23 @@ def test_a_budget_too_small_matches_its_documented_shape(api, workspace):
     body = check(api.post("/retrieve", {"query": "budget", "tokenBudget": 256}, format="json"),
                  "POST", "/retrieve", 422)
     assert (body["error"], body["path"]) == ("CONTEXT_BUDGET_TOO_SMALL", "tokenBudget")
+
+
+def test_memory_lookup_routes_match_the_schema(api, catalog):
+    from tests.catalog_app.factories import record_make
+
+    turns = [record_make(catalog, entity=MARIA, text=f"turn {i} E-17", content={"speaker": "user", "thread": "t"})
+             for i in range(3)]
+    record_make(catalog, entity=MARIA, key="role", type="fact", text="Maria is the CFO.")
+    record_make(catalog, entity=MARIA, key="role", type="fact", text="Maria is the CEO.")
+    middle = f"passages/main/{MARIA}/{turns[1].id}"
+    check(api.get("/memory/grep?q=e-17&limit=1"), "GET", "/memory/grep")
+    check(api.get("/memory/latest?after=2000-01-01"), "GET", "/memory/latest")
+    check(api.get(f"/memory/around?path={middle}"), "GET", "/memory/around")
+    check(api.get(f"/memory/read?path={middle}"), "GET", "/memory/read")
+    check(api.get(f"/memory/read?path=facts/main/{MARIA}/role"), "GET", "/memory/read")
+    for path in ("", "passages", "facts", "passages/main", f"passages/main/{MARIA}", f"facts/main/{MARIA}"):
+        check(api.get(f"/memory/ls?path={path}&limit=1"), "GET", "/memory/ls")
+    check(api.get(f"/memory/history?path=facts/main/{MARIA}/role&limit=1"), "GET", "/memory/history")
+    check(api.get("/memory/read?path=facts/main/nobody/role"), "GET", "/memory/read", 404)
+    check(api.get("/memory/ls?path=nowhere"), "GET", "/memory/ls", 422)
