@@ -36,6 +36,8 @@ DEFAULTS: dict[str, object] = {
     "MAX_GRAPH_PATHS": 100,
     "MODEL_CONTEXT_TOKENS": 60_000,
     "MAX_PROMPT_TOKENS": 50_000,
+    # Lexical index (catalog_app.lexical): the analyzers the write path maintains, comma-separated
+    "LEXICAL_ANALYZERS": "bm25_v1,english",
     # Auth
     "API_KEY_CACHE_TTL_S": 60,
     # Enrichment
