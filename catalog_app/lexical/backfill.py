@@ -28,10 +28,11 @@ def lexical_backfill_remaining(*, workspace_id: int) -> int:
 
 def lexical_backfill(*, workspace_id: int, batch: int, progress: Callable[[int], object] = lambda done: None,
                      restart: bool = False) -> tuple[int, int]:
-    """Reconcile every record of workspace ``workspace_id`` after the stored progress (from the
-    start with ``restart``, which first drops the workspace's whole index, so it also repairs
-    what a reconcile would not look at, such as a lost posting) in batches of ``batch``, calling ``progress(records)`` after each,
-    then recount its source totals. Returns (documents added, documents removed)."""
+    """Reconcile every record of workspace ``workspace_id`` after the stored progress in batches
+    of ``batch``, calling ``progress(records)`` after each, then recount its source totals.
+    ``restart`` starts from the first record after dropping the workspace's whole index, so it
+    also repairs what a reconcile does not look at, such as a lost posting. Returns (documents
+    added, documents removed)."""
     if restart:
         with transaction.atomic(), connection.cursor() as cursor:
             _lock_workspace(cursor, workspace_id)

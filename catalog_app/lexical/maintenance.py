@@ -24,7 +24,9 @@ from django.db import connection
 
 from ..record_sql import RECORD, current_in_lane, live, same_lane, source_bytes
 from .analyzers import Analyzer, maintained_analyzers
-from .tables import DOCUMENT, GROUP, GROUP_COLUMNS, GROUP_STATS, POSTING, SOURCE_TOTALS, TERM_STATS, group_of, group_values
+from .tables import (
+    DOCUMENT, GROUP, GROUP_COLUMNS, GROUP_STATS, POSTING, SOURCE_TOTALS, TERM_STATS, group_of, group_values,
+)
 
 _NEVER_SHORTER = 2_147_483_647  # the min_length of a removal delta: never lowers the stored bound
 

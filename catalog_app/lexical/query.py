@@ -203,7 +203,8 @@ def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...], scope: 
                  f"JOIN {RECORD} e ON e.seq = d.seq WHERE d.analyzer = %s AND d.group_id IN (SELECT id FROM g) "
                  "AND e.workspace_id = %s AND e.entity = ANY(%s)")
         stats_params = [analyzer.code, workspace_id, list(scope.entities)]
-        term_stats = "SELECT NULL::text AS term, NULL::bigint AS df, NULL::integer AS max_tf, NULL::integer AS min_length"
+        term_stats = ("SELECT NULL::text AS term, NULL::bigint AS df, NULL::integer AS max_tf, "
+                      "NULL::integer AS min_length")
         term_params = []
     sql = (
         f"WITH g AS MATERIALIZED ({groups}), st AS ({stats}), ts AS ({term_stats}), "

@@ -27,7 +27,7 @@ class Command(BaseCommand):
         for each in workspaces:
             remaining = lexical_backfill_remaining(workspace_id=each.pk) if not restart else None
             with tqdm(total=remaining, desc=f"workspace {each.pk} {each.name}", unit="records",
-                      file=self.stderr._out, disable=None) as bar:
+                      file=self.stderr._out, disable=False) as bar:
                 added, removed = lexical_backfill(workspace_id=each.pk, batch=batch, progress=bar.update,
                                                   restart=restart)
             self.stdout.write(f"workspace {each.pk} {each.name}: {added} documents added, {removed} removed")
