@@ -42,6 +42,8 @@ DEFAULTS: dict[str, object] = {
     "MEMORY_AROUND_MAX": 50,
     "MEMORY_GREP_MAX_CHARS": 512,
     "MEMORY_GREP_CANDIDATES": 10_000,
+    # Lexical index (catalog_app.lexical): the analyzers the write path maintains, comma-separated
+    "LEXICAL_ANALYZERS": "bm25_v1,english",
     # Auth
     "API_KEY_CACHE_TTL_S": 60,
     # Enrichment
