@@ -3,8 +3,9 @@
 * ``grep``: every passage under the path whose text holds the phrase, case ignored (Python's
   ``str.lower``, the tokeniser's), with the phrase's ends on word boundaries wherever it starts
   or ends with a letter or digit: ``E-4021`` finds "error E-4021" but not "E-40213", since an
-  id or a code is a whole token. Candidates are bounded (``MEMORY_GREP_CANDIDATES``) and come
-  from ``grep_candidates``; each is verified here, so only real matches are shown.
+  id or a code is a whole token. Such a text holds every ``bm25_v1`` term of the phrase, so the
+  candidates come from the lexical index (``records_with_all_terms``, bounded by
+  ``MEMORY_GREP_CANDIDATES``) and each is verified here: only real matches are shown.
   ``complete: false`` says the candidate bound was reached and older matches may exist.
 * ``latest``: the newest passages under the path, or every one between two dates.
 * ``around``: the passages either side of one, in the same conversation: the same collection
@@ -20,9 +21,8 @@ import json
 import re
 from itertools import islice
 
-from django.db import connection
-
 from catalog_app.catalog.registry import Catalog
+from catalog_app.lexical.query import IndexScope, records_with_all_terms
 from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.record_sql import RECORD, Clause
 from memseek_site.conf import memseek_setting
@@ -33,6 +33,7 @@ from .hits import collection_of, hit_shape, passage_roles
 from .params import AroundRequest, GrepRequest, LatestRequest, Window
 from .rows import COLUMNS, PassageRow, fetch_rows, newest_page, newest_rows, page_of, passage_scope, require_held
 
+GREP_ANALYZER = "bm25_v1"  # its terms are the phrase's (catalog_app.bm25_terms)
 _WORD_EDGE = re.compile(r"[^\W_]")
 
 
@@ -40,8 +41,8 @@ def memory_grep(*, workspace, request: GrepRequest) -> dict:
     catalog = catalog_for_workspace(workspace)
     scope = _window_scope(workspace, catalog, request.window)
     bound = memseek_setting("MEMORY_GREP_CANDIDATES")
-    candidates, complete = grep_candidates(workspace_id=workspace.pk, scope=scope, terms=request.terms,
-                                           phrase=request.phrase, bound=bound)
+    candidates, complete = grep_candidates(workspace_id=workspace.pk, window=request.window, terms=request.terms,
+                                           bound=bound)
     matcher = phrase_matcher(request.phrase)
     limit = request.page.limit
     matches = (row for row in newest_rows(scope=scope, cursor=request.page.cursor, chunk=2 * limit,
@@ -53,20 +54,18 @@ def memory_grep(*, workspace, request: GrepRequest) -> dict:
             "complete": complete}
 
 
-def grep_candidates(*, workspace_id: int, scope: Clause, terms: tuple[str, ...], phrase: str,
-                    bound: int) -> tuple[Clause, bool]:
-    """SQL narrowing ``scope`` to the grep candidates (every passage that may hold ``phrase``),
-    and whether that set is complete (the bound was not reached)."""
-    sql = (f"SELECT r.seq FROM {RECORD} r WHERE {scope.sql} AND strpos(lower(r.text), lower(%s)) > 0 "
-           "ORDER BY r.seq DESC LIMIT %s")
-    rows = fetch_seqs(sql, [*scope.params, phrase, bound + 1])
-    return Clause("r.seq = ANY(%s)", (rows[:bound],)), len(rows) <= bound
-
-
-def fetch_seqs(sql: str, params: list) -> list[int]:
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return [seq for (seq,) in cursor.fetchall()]
+def grep_candidates(*, workspace_id: int, window: Window, terms: tuple[str, ...], bound: int) -> tuple[Clause, bool]:
+    """SQL narrowing a scope to the grep candidates: the newest ``bound`` visible records of the
+    window's collection and entity holding every term of the phrase (the lexical index), and
+    whether that set is complete (the bound was not reached). Dates and the other scope rules
+    are applied after, on the record table."""
+    path = window.path
+    entity = path.entity or window.entity
+    scope = IndexScope(collection_ids=(path.collection,) if path.collection else None, statuses=("active",),
+                       keyed=True if path.kind == "facts" else None, entities=(entity,) if entity else None)
+    ids = records_with_all_terms(workspace_id=workspace_id, analyzer=GREP_ANALYZER, terms=terms, scope=scope,
+                                 limit=bound + 1)
+    return Clause("r.id = ANY(%s::uuid[])", ([str(record_id) for record_id in ids[:bound]],)), len(ids) <= bound
 
 
 def phrase_matcher(phrase: str):

@@ -3,7 +3,8 @@
 ``record_make`` bypasses the ingest service on purpose (reads are tested on their own), so it
 keeps the invariants ingest would: ``content["text"] == text``, ``collection_hash`` is the
 contract hash of the catalog's collection version, tombstones carry
-``{"text": "", "tombstone": True}`` and are ready, and the lexical index follows the write.
+``{"text": "", "tombstone": True}`` and are ready, the BM25 term frequencies are the text's
+(``bm25_terms``, as ingest stores them), and the lexical index follows the write.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
+from catalog_app.bm25_terms import term_frequencies
 from catalog_app.catalog.hashing import definition_hash
 from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.lexical.maintenance import lexical_records_changed
@@ -38,13 +40,15 @@ def record_make(workspace: Workspace, *, entity: str = "user-1", collection: str
     else:
         body = {**(content or {}), "text": text}
     now = timezone.now()
+    bm25_tf, bm25_length = term_frequencies(text)
     record = Record.objects.create(
         workspace=workspace, entity=entity, collection=collection, collection_version=version,
         collection_hash=collection_hash, type=type, key=key, status=status, text=text, content=body,
         scores=scores or {}, annotations=annotations or {}, enrichment_error=enrichment_error, depth=depth,
         derived_from=list(derived_from or []), run_id=run_id, dedupe_key=dedupe_key,
         occurred_at=occurred_at or now, created_at=now, last_accessed=now,
-        enriched_at=now if (ready or tombstone) else None, tombstone=tombstone)
+        enriched_at=now if (ready or tombstone) else None, tombstone=tombstone, bm25_tf=bm25_tf,
+        bm25_length=bm25_length)
     lexical_records_changed(record_ids=[record.pk], inserted=True)
     record.refresh_from_db()
     return record

@@ -1,0 +1,120 @@
+"""``GET /memory/grep`` served by the lexical index equals an exact scan (the oracle, kept here):
+random corpora with restated and retracted facts, drafts, unready rows, two entities and two
+workspaces, random phrases (word-aligned or cut mid-word, with punctuation), every page."""
+from __future__ import annotations
+
+import random
+import re
+from datetime import datetime, timedelta, timezone
+from urllib.parse import urlencode
+
+from catalog_app.models import Record, Workspace
+from tests.catalog_app.factories import record_make
+
+WORDS = ("alpha", "beta", "Gamma", "E-42", "e-421", "x_y", "Ünïcode", "42", "budget", "Q3", "self-care", "ok!",
+         "de-risk", "ALPHA")
+ENTITIES = ("contact.maria", "contact.ana")
+T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
+
+
+def scan_oracle(workspace: Workspace, phrase: str, entity: str | None) -> list[str]:
+    """Every passage of ``workspace`` (live, active, current in its lane by ``seq``) of ``entity``
+    whose lowercased text holds the lowercased phrase, with no letter or digit glued to either
+    end of it where that end is a letter or digit; newest first by (occurred_at, seq)."""
+    rows = list(Record.objects.filter(workspace=workspace).order_by("seq"))
+    newest_in_lane = {}
+    for row in rows:
+        if row.key is not None:
+            newest_in_lane[(row.entity, row.collection, row.key, row.status)] = row.seq
+    needle = phrase.lower()
+
+    def glued(char: str) -> bool:
+        return char.isalnum()  # a letter or a digit, as bm25_v1's [^\W_] for these words
+
+    def holds(text: str) -> bool:
+        text = text.lower()
+        start = text.find(needle)
+        while start >= 0:
+            end = start + len(needle)
+            left_ok = not glued(needle[0]) or start == 0 or not glued(text[start - 1])
+            right_ok = not glued(needle[-1]) or end == len(text) or not glued(text[end])
+            if left_ok and right_ok:
+                return True
+            start = text.find(needle, start + 1)
+        return False
+
+    visible = [row for row in rows if row.enriched_at is not None and not row.tombstone and row.status == "active"
+               and (row.key is None or newest_in_lane[(row.entity, row.collection, row.key, row.status)] == row.seq)
+               and (entity is None or row.entity == entity) and holds(row.text)]
+    return [str(row.id) for row in sorted(visible, key=lambda row: (row.occurred_at, row.seq), reverse=True)]
+
+
+def grep_all(api, phrase: str, entity: str | None, limit: int) -> tuple[list[str], bool]:
+    found, cursor, complete = [], None, True
+    while True:
+        params = {"q": phrase, "limit": limit, **({"entity": entity} if entity else {}),
+                  **({"cursor": cursor} if cursor else {})}
+        response = api.get(f"/memory/grep?{urlencode(params)}")
+        if response.status_code == 404:  # an entity with no passages at all
+            return found, complete
+        body = response.json()
+        assert response.status_code == 200, body
+        found += [hit["id"] for hit in body["hits"]]
+        complete = complete and body["complete"]
+        cursor = body["next_cursor"]
+        if cursor is None:
+            return found, complete
+
+
+def _text(rng: random.Random) -> str:
+    words = [rng.choice(WORDS) for _ in range(rng.randint(1, 8))]
+    return "".join(word + rng.choice((" ", " ", "-", ", ", "/")) for word in words).strip()
+
+
+def _phrase(rng: random.Random, texts: list[str]) -> str:
+    if texts and rng.random() < 0.7:
+        text = rng.choice(texts)
+        start = rng.randrange(len(text))
+        return text[start:start + rng.randint(1, 20)]
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 2)))
+
+
+def test_index_served_grep_equals_the_scan_oracle(api, catalog, other_workspace_api):
+    rng = random.Random(2024)
+    other = Workspace.objects.get(name="other-co")
+    texts: list[str] = []
+    for step in range(120):
+        text = _text(rng)
+        texts.append(text)
+        kind = rng.random()
+        fields = {"entity": rng.choice(ENTITIES), "text": text, "occurred_at": T0 + timedelta(hours=rng.randint(0, 50))}
+        if kind < 0.3:
+            fields.update(key=rng.choice(("role", "city")), type="fact")
+            if rng.random() < 0.15:
+                fields.update(tombstone=True)
+            elif rng.random() < 0.15:
+                fields.update(status="draft")
+        elif kind < 0.35:
+            fields.update(ready=False)
+        record_make(other if rng.random() < 0.2 else catalog, **fields)
+    checked = 0
+    for _ in range(60):
+        phrase = _phrase(rng, texts).strip()
+        if not re.search(r"[^\W_]", phrase):
+            continue
+        entity = rng.choice((None, *ENTITIES))
+        expected = scan_oracle(catalog, phrase, entity)
+        found, complete = grep_all(api, phrase, entity, rng.choice((1, 3, 20)))
+        assert found == expected, (phrase, entity)
+        assert complete
+        checked += bool(expected)
+    assert checked >= 20  # most phrases matched something, so the comparison had substance
+
+
+def test_a_reached_candidate_bound_says_so(api, catalog, settings):
+    settings.MEMSEEK = {"MEMORY_GREP_CANDIDATES": 3}
+    made = [record_make(catalog, entity="contact.maria", text=f"budget line {i}", occurred_at=T0 + timedelta(i))
+            for i in range(5)]
+    body = api.get("/memory/grep?q=budget&limit=10").json()
+    assert body["complete"] is False and [hit["id"] for hit in body["hits"]] == [str(r.id) for r in made[:1:-1]]
+    assert api.get("/memory/grep?q=budget&limit=10&entity=contact.maria&after=2024-01-04").json()["complete"] is False
