@@ -98,10 +98,12 @@ def sample_requests(workspace, n: int) -> dict[str, list[dict]]:
 
     return {
         "grep (workspace)": [{"q": phrase(row[3])} for row in events],
-        "grep (one entity)": [{"q": phrase(row[3]), "path": f"passages/main/{escape_segment(row[1])}"} for row in events],
+        "grep (one entity)": [{"q": phrase(row[3]), "path": f"passages/main/{escape_segment(row[1])}"}
+                              for row in events],
         "latest (workspace)": [{} for _ in events],
         "latest (one entity)": [{"entity": row[1]} for row in events],
-        "latest (one day)": [{"after": row[4].date().isoformat(), "before": row[4].date().isoformat()} for row in events],
+        "latest (one day)": [{"after": row[4].date().isoformat(), "before": row[4].date().isoformat()}
+                             for row in events],
         "around (5 + 5)": [{"path": passage(row)} for row in events],
         "read (passage)": [{"path": passage(row)} for row in events],
         "read (fact)": [{"path": f"facts/main/{escape_segment(row[1])}/{escape_segment(row[2])}"} for row in facts],
@@ -194,7 +196,8 @@ def markdown(payload: dict) -> str:
         lines.append(f"| {row['lookup']} | {s['p50_ms']:.2f} | {s['p95_ms']:.2f} | {b['p50_ms']:.2f} | "
                      f"{b['p95_ms']:.2f} | {row['ratio_p50']:.2f} | {'yes' if row['meets_target'] else 'no'} |")
     env = payload["environment"]
-    lines += ["", f"- Machine: {env['machine']['cores']} cores, load at start {env['machine']['load_average_at_start']}",
+    machine = env["machine"]
+    lines += ["", f"- Machine: {machine['cores']} cores, load at start {machine['load_average_at_start']}",
               f"- Commit: {env['git']['commit'][:12]}", ""]
     return "\n".join(lines)
 

@@ -24,13 +24,6 @@ class DateWindow:
     start: datetime | None = None  # inclusive
     end: datetime | None = None  # exclusive
 
-    @property
-    def bounded(self) -> bool:
-        return self.start is not None or self.end is not None
-
-    def contains(self, instant: datetime) -> bool:
-        return (self.start is None or instant >= self.start) and (self.end is None or instant < self.end)
-
 
 def parse_window(after, before, *, after_field: str = "after", before_field: str = "before") -> DateWindow:
     """The window of the raw bounds (``None``: that side is open). Raises ``RequestError``:

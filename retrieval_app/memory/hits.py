@@ -35,14 +35,6 @@ def passage_roles(record, catalog: Catalog) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) and value else ()
 
 
-def thread_of(record, catalog: Catalog):
-    """The value of ``record``'s thread field, or ``None`` when none is declared or set."""
-    collection = collection_of(record, catalog)
-    if collection is None or collection.thread_field is None:
-        return None
-    return declared_value(record, collection.fields[collection.thread_field])
-
-
 def collection_of(record, catalog: Catalog) -> Collection | None:
     return catalog.value("collection", record.collection, record.collection_version)
 

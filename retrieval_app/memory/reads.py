@@ -24,7 +24,7 @@ from memseek_site.errors import ApiError
 from .addresses import MemoryPath, fact_path, passage_path
 from .hits import passage_roles
 from .params import PathPage
-from .rows import COLUMNS, PassageRow, cursor_text, fetch_rows, passage_row, passage_scope
+from .rows import COLUMNS, PassageRow, cursor_text, passage_row, passage_scope
 
 
 def memory_read(*, workspace, path: MemoryPath) -> dict:

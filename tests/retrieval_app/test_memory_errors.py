@@ -18,8 +18,8 @@ ROUTES = ("grep", "latest", "around", "read", "ls", "history")
 ERRORS = [
     # Unknown, repeated and missing parameters
     *[(route, "bogus=1" + extra, 422, "request_schema", "bogus")
-      for route, extra in (("grep", "&q=x"), ("latest", ""), ("around", f"&path={P}/{RID}"), ("read", f"&path={P}/{RID}"),
-                           ("ls", ""), ("history", "&path=facts/main/e/k"))],
+      for route, extra in (("grep", "&q=x"), ("latest", ""), ("around", f"&path={P}/{RID}"),
+                           ("read", f"&path={P}/{RID}"), ("ls", ""), ("history", "&path=facts/main/e/k"))],
     ("grep", "q=a&q=b", 422, "request_schema", "q"),
     ("latest", "limit=1&limit=2", 422, "request_schema", "limit"),
     ("grep", "", 422, "request_schema", "q"),
@@ -128,7 +128,8 @@ def test_another_workspaces_paths_are_404_and_its_records_never_appear(api, cata
     for route, params in (("read", {"path": theirs_path}), ("around", {"path": theirs_path}),
                           ("read", {"path": "facts/main/contact.zoe/role"}),
                           ("history", {"path": "facts/main/contact.zoe/role"}),
-                          ("ls", {"path": "passages/main/contact.zoe"}), ("latest", {"path": "passages/main/contact.zoe"}),
+                          ("ls", {"path": "passages/main/contact.zoe"}),
+                          ("latest", {"path": "passages/main/contact.zoe"}),
                           ("grep", {"q": "ZX-1", "path": "passages/main/contact.zoe"}),
                           ("latest", {"entity": "contact.zoe"})):
         response = api.get(f"/memory/{route}?{urlencode(params)}")

@@ -136,7 +136,8 @@ def test_grep_finds_exactly_the_turns_holding_a_phrase(api, conversation, phrase
     assert expected
     found, cursor = [], None
     while True:
-        body = get(api, "grep", q=phrase, path=f"passages/turns/{ENTITY}", limit=7, **({"cursor": cursor} if cursor else {}))
+        page = {"cursor": cursor} if cursor else {}
+        body = get(api, "grep", q=phrase, path=f"passages/turns/{ENTITY}", limit=7, **page)
         found += [hit["id"] for hit in body["hits"]]
         cursor = body["next_cursor"]
         if cursor is None:

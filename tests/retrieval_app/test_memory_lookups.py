@@ -39,7 +39,8 @@ def test_latest_is_newest_first_and_pages_by_cursor(api, catalog):
 
 
 def test_latest_between_two_dates_keeps_whole_days(api, catalog):
-    old = record_make(catalog, entity=MARIA, text="april", occurred_at=datetime(2023, 4, 30, 23, 59, tzinfo=timezone.utc))
+    old = record_make(catalog, entity=MARIA, text="april",
+                      occurred_at=datetime(2023, 4, 30, 23, 59, tzinfo=timezone.utc))
     may1 = record_make(catalog, entity=MARIA, text="may 1 late", occurred_at=datetime(2023, 5, 1, 23, 59,
                                                                                       tzinfo=timezone.utc))
     record_make(catalog, entity=MARIA, text="may 2", occurred_at=datetime(2023, 5, 2, tzinfo=timezone.utc))
