@@ -8,7 +8,10 @@
 | ``passages/<collection>/<entity>`` | the passages themselves, with ``id`` | newest first |
 | ``facts/<collection>/<entity>`` | the current facts, with ``id`` and ``versions`` | key |
 
-Counts are of passages (facts) as ``rows`` defines them. A group entry (a root, collection or
+Counts are of passages (facts) as ``rows`` defines them. Those of a root or a collection are
+the lexical index's maintained statistics (``index_top_k``'s ``n`` with no terms): the index
+holds exactly the visible records, so its count of a collection version's active groups is
+the passage count without reading a row. A group entry (a root, collection or
 entity) is not a record, so its ``id`` is null. A listing pages by ``cursor``: the ``path`` of
 the last entry shown (``next_cursor``).
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 from django.db import connection
 
 from catalog_app.catalog.runtime import catalog_for_workspace
+from catalog_app.lexical.query import IndexScope, index_top_k
 from catalog_app.record_sql import RECORD, Clause
 from memseek_site.errors import RequestError
 
@@ -25,47 +29,48 @@ from .hits import hit_shape, passage_roles
 from .params import LsRequest
 from .rows import COLUMNS, fetch_rows, newest_page, page_of, passage_scope, require_held
 
+COUNT_ANALYZER = "bm25_v1"  # any maintained analyzer indexes every visible record
+
 
 def memory_ls(*, workspace, request: LsRequest) -> dict:
     catalog = catalog_for_workspace(workspace)
     path = request.path
     require_held(workspace_id=workspace.pk, catalog=catalog, path=path, field="path")
     if path.kind is None:
-        entries = [_group(MemoryPath(kind), _count(workspace, catalog, MemoryPath(kind))) for kind in KINDS]
-        entries = [entry for entry in entries if request.after is None or entry["name"] > request.after.kind]
+        kinds = KINDS[KINDS.index(request.after.kind) + 1:] if request.after else KINDS
+        entries = [_group(MemoryPath(kind), _count(workspace, catalog, kind, None)) for kind in kinds]
         return _listing(path, entries, request.limit)
     if path.collection is None:
-        counts = dict(_grouped(workspace, catalog, path, "collection", None, limit=None))
         names = [name for name in catalog.names("collection")
-                 if request.after is None or name > request.after.collection]
-        entries = [_group(path.child(name), counts.get(name, 0)) for name in names]
+                 if request.after is None or name > request.after.collection][:request.limit + 1]
+        entries = [_group(path.child(name), _count(workspace, catalog, path.kind, name)) for name in names]
         return _listing(path, entries, request.limit)
     if path.entity is None:
         after = request.after.entity if request.after else None
-        groups = _grouped(workspace, catalog, path, "entity", after, limit=request.limit + 1)
+        groups = _entities(workspace, catalog, path, after, request.limit + 1)
         return _listing(path, [_group(path.child(name), count) for name, count in groups], request.limit)
     if path.kind == "facts":
         return _listing(path, _facts(workspace, catalog, path, request), request.limit)
     return _passages(workspace, catalog, path, request)
 
 
-def _count(workspace, catalog, path: MemoryPath) -> int:
-    scope = passage_scope(workspace_id=workspace.pk, catalog=catalog, path=path)
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*) FROM {RECORD} r WHERE {scope.sql}", list(scope.params))
-        return cursor.fetchone()[0]
+def _count(workspace, catalog, kind: str, collection: str | None) -> int:
+    """Passages (``kind`` facts: keyed passages) of ``collection`` (None: every one)."""
+    names = catalog.names("collection") if collection is None else [collection]
+    versions = tuple((name, definition.version) for name in names
+                     for definition in catalog.versions("collection", name))
+    scope = IndexScope(statuses=("active",), keyed=True if kind == "facts" else None, versions=versions)
+    return index_top_k(workspace_id=workspace.pk, analyzer=COUNT_ANALYZER, terms=(), k=1, scope=scope).n
 
 
-def _grouped(workspace, catalog, path: MemoryPath, column: str, after: str | None,
-             limit: int | None) -> list[tuple[str, int]]:
-    """``(value, count)`` of ``column`` (``collection`` or ``entity``) under ``path``, by value."""
+def _entities(workspace, catalog, path: MemoryPath, after: str | None, limit: int) -> list[tuple[str, int]]:
+    """``(entity, count)`` under ``path`` (a collection), by entity, after ``after``."""
     scope = passage_scope(workspace_id=workspace.pk, catalog=catalog, path=path)
     if after is not None:
-        scope = scope & Clause(f"r.{column} > %s", (after,))
-    tail, params = ("", []) if limit is None else (" LIMIT %s", [limit])
+        scope = scope & Clause("r.entity > %s", (after,))
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT r.{column}, count(*) FROM {RECORD} r WHERE {scope.sql} "
-                       f"GROUP BY r.{column} ORDER BY r.{column}{tail}", [*scope.params, *params])
+        cursor.execute(f"SELECT r.entity, count(*) FROM {RECORD} r WHERE {scope.sql} "
+                       "GROUP BY r.entity ORDER BY r.entity LIMIT %s", [*scope.params, limit])
         return cursor.fetchall()
 
 

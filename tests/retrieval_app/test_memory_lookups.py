@@ -2,6 +2,7 @@
 that every result carries an ``id`` and a ``path`` the next call can use."""
 from __future__ import annotations
 
+import random
 from datetime import datetime, timedelta, timezone
 from urllib.parse import urlencode
 
@@ -172,6 +173,20 @@ def test_ls_walks_from_the_root_to_passages_and_facts(api, catalog):
                       "text": "CEO", "versions": 1, "occurred_at": fact.occurred_at.isoformat()}]
 
 
+def test_ls_pages_the_root_and_collections_by_cursor(api, catalog):
+    root = get(api, "ls", limit=1)
+    assert [e["name"] for e in root["entries"]] == ["passages"] and root["next_cursor"] == "passages"
+    assert [e["name"] for e in get(api, "ls", cursor="passages")["entries"]] == ["facts"]
+    names = []
+    page = get(api, "ls", path="facts", limit=2)
+    while True:
+        names += [e["name"] for e in page["entries"]]
+        if page["next_cursor"] is None:
+            break
+        page = get(api, "ls", path="facts", limit=2, cursor=page["next_cursor"])
+    assert names == sorted(names) and "main" in names and "tickets" in names
+
+
 def test_ls_pages_entities_by_cursor(api, catalog):
     for name in ("a", "b", "c"):
         record_make(catalog, entity=name, text=name)
@@ -196,3 +211,29 @@ def test_lookups_write_nothing(api, catalog):
                           ("around", {"path": f"passages/main/{MARIA}/{record.id}"})):
         get(api, route, **params)
     assert list(Record.objects.values_list("id", "last_accessed", "access_count")) == before
+
+
+def test_ls_counts_from_the_index_equal_a_count_of_the_rows(api, catalog):
+    rng = random.Random(5)
+    for _ in range(60):
+        fields = {"entity": rng.choice(("a", "b", "c")), "text": rng.choice(("x y", "z", "!!", "Q3"))}
+        roll = rng.random()
+        if roll < 0.4:
+            fields.update(key=rng.choice(("role", "city")), type="fact", tombstone=rng.random() < 0.2)
+            if rng.random() < 0.2:
+                fields.update(status="draft")
+        elif roll < 0.5:
+            fields.update(ready=False)
+        keyed_home = "profiles" if "key" in fields and rng.random() < 0.5 else "main"
+        record_make(catalog, collection=keyed_home, **fields)
+    visible = [row for row in Record.objects.filter(workspace=catalog, status="active", tombstone=False,
+                                                    enriched_at__isnull=False)
+               if row.key is None or not Record.objects.filter(workspace=catalog, entity=row.entity,
+                                                               collection=row.collection, key=row.key,
+                                                               status="active", seq__gt=row.seq).exists()]
+    root = {e["name"]: e["count"] for e in get(api, "ls")["entries"]}
+    assert root == {"passages": len(visible), "facts": sum(row.key is not None for row in visible)}
+    for kind in ("passages", "facts"):
+        counts = {e["name"]: e["count"] for e in get(api, "ls", path=kind)["entries"]}
+        assert counts == {name: sum(row.collection == name and (kind == "passages" or row.key is not None)
+                                    for row in visible) for name in counts}
