@@ -5,25 +5,25 @@
   or ends with a letter or digit: ``E-4021`` finds "error E-4021" but not "E-40213", since an
   id or a code is a whole token. Such a text holds every ``bm25_v1`` term of the phrase, so the
   candidates come from the lexical index (``records_with_all_terms``, bounded by
-  ``MEMORY_GREP_CANDIDATES``) and each is verified here: only real matches are shown.
-  ``complete: false`` says the candidate bound was reached and older matches may exist.
+  ``MEMORY_GREP_CANDIDATES`` per page) and each is verified here: only real matches are shown.
+  Newest first means the order writes arrived (``seq``), the index's order. ``complete: false``
+  says the bound was reached before the page filled, so older matches may exist.
 * ``latest``: the newest passages under the path, or every one between two dates.
 * ``around``: the passages either side of one, in the same conversation: the same collection
   and entity, events only (a named fact is not a turn), the same thread value when the
   collection version declares a thread field, ordered by ``(occurred_at, seq)``.
 
-All three page newest first by ``(occurred_at, seq)`` (``rows``), except ``around``, which
+``latest`` pages newest first by ``(occurred_at, seq)`` (``rows``), grep by ``seq``; ``around``
 returns each side oldest first, as the conversation reads.
 """
 from __future__ import annotations
 
 import json
 import re
-from itertools import islice
 
 from catalog_app.catalog.registry import Catalog
-from catalog_app.lexical.query import IndexScope, records_with_all_terms
 from catalog_app.catalog.runtime import catalog_for_workspace
+from catalog_app.lexical.query import IndexScope, records_with_all_terms
 from catalog_app.record_sql import RECORD, Clause
 from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
@@ -31,7 +31,7 @@ from memseek_site.errors import ApiError
 from .addresses import MemoryPath
 from .hits import collection_of, hit_shape, passage_roles
 from .params import AroundRequest, GrepRequest, LatestRequest, Window
-from .rows import COLUMNS, PassageRow, fetch_rows, newest_page, newest_rows, page_of, passage_scope, require_held
+from .rows import COLUMNS, PassageRow, fetch_rows, newest_page, page_of, passage_scope, require_held
 
 GREP_ANALYZER = "bm25_v1"  # its terms are the phrase's (catalog_app.bm25_terms)
 _WORD_EDGE = re.compile(r"[^\W_]")
@@ -40,32 +40,41 @@ _WORD_EDGE = re.compile(r"[^\W_]")
 def memory_grep(*, workspace, request: GrepRequest) -> dict:
     catalog = catalog_for_workspace(workspace)
     scope = _window_scope(workspace, catalog, request.window)
-    bound = memseek_setting("MEMORY_GREP_CANDIDATES")
-    candidates, complete = grep_candidates(workspace_id=workspace.pk, window=request.window, terms=request.terms,
-                                           bound=bound)
+    if request.page.cursor is not None:
+        scope = scope & Clause("r.seq < %s", (request.page.cursor[1],))
     matcher = phrase_matcher(request.phrase)
-    limit = request.page.limit
-    matches = (row for row in newest_rows(scope=scope, cursor=request.page.cursor, chunk=2 * limit,
-                                           extra=candidates) if matcher(row.text))
-    rows = list(islice(matches, limit + 1))
+    limit, bound = request.page.limit, memseek_setting("MEMORY_GREP_CANDIDATES")
+    # The index hands candidates newest first by seq without a cursor, so a page reads a window
+    # of the newest candidates, four times wider each time until the page is full (or the
+    # candidates, or the bound, run out): a common phrase costs one narrow read.
+    want = min(max(4 * (limit + 1), 64), bound)
+    while True:
+        ids, more = grep_candidates(workspace_id=workspace.pk, window=request.window, terms=request.terms,
+                                    limit=want)
+        candidates = Clause("r.id = ANY(%s::uuid[])", ([str(record_id) for record_id in ids],))
+        where = scope & candidates
+        rows = [row for row in fetch_rows(f"SELECT {COLUMNS} FROM {RECORD} r WHERE {where.sql} ORDER BY r.seq DESC",
+                                          where.params) if matcher(row.text)]
+        if len(rows) > limit or not more or want >= bound:
+            break
+        want = min(4 * want, bound)
     shown, next_cursor = page_of(rows, limit)
     return {"query": request.phrase, "path": request.window.path.text, "found": len(shown),
             "hits": [hit_shape(row, passage_roles(row, catalog)) for row in shown], "next_cursor": next_cursor,
-            "complete": complete}
+            "complete": len(rows) > limit or not more}
 
 
-def grep_candidates(*, workspace_id: int, window: Window, terms: tuple[str, ...], bound: int) -> tuple[Clause, bool]:
-    """SQL narrowing a scope to the grep candidates: the newest ``bound`` visible records of the
-    window's collection and entity holding every term of the phrase (the lexical index), and
-    whether that set is complete (the bound was not reached). Dates and the other scope rules
-    are applied after, on the record table."""
+def grep_candidates(*, workspace_id: int, window: Window, terms: tuple[str, ...], limit: int) -> tuple[list, bool]:
+    """The ids of the newest ``limit`` (by seq) visible records of the window's collection and
+    entity holding every term of the phrase (the lexical index), and whether more exist. Dates
+    and the other scope rules are applied after, on the record table."""
     path = window.path
     entity = path.entity or window.entity
     scope = IndexScope(collection_ids=(path.collection,) if path.collection else None, statuses=("active",),
                        keyed=True if path.kind == "facts" else None, entities=(entity,) if entity else None)
     ids = records_with_all_terms(workspace_id=workspace_id, analyzer=GREP_ANALYZER, terms=terms, scope=scope,
-                                 limit=bound + 1)
-    return Clause("r.id = ANY(%s::uuid[])", ([str(record_id) for record_id in ids[:bound]],)), len(ids) <= bound
+                                 limit=limit + 1)
+    return ids[:limit], len(ids) > limit
 
 
 def phrase_matcher(phrase: str):

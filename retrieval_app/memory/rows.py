@@ -11,15 +11,15 @@ A path that names something the workspace does not hold (an unknown collection, 
 with no passages or facts there) is ``404 path_not_found``, never an empty answer, so another
 workspace's paths look exactly like missing ones.
 
-Pages are newest first by ``(occurred_at, seq)``; a cursor is that position of the last row
-shown, written ``<microseconds since 1970 UTC>.<seq>``.
+Pages are newest first by ``(occurred_at, seq)`` (grep's by ``seq``); a cursor is the position
+of the last row shown, written ``<microseconds since 1970 UTC>.<seq>``.
 """
 from __future__ import annotations
 
 import json
 import re
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
@@ -113,18 +113,6 @@ def require_held(*, workspace_id: int, catalog: Catalog, path: MemoryPath, field
 
 def _not_found(what: str, field: str) -> ApiError:
     return ApiError("path_not_found", f"nothing is stored under {what}", field)
-
-
-def newest_rows(*, scope: Clause, cursor: tuple[datetime, int] | None, chunk: int,
-                extra: Clause | None = None) -> Iterator[PassageRow]:
-    """Every passage of ``scope`` (and ``extra``) after ``cursor``, newest first, read ``chunk``
-    rows at a time."""
-    while True:
-        batch = newest_page(scope=scope, cursor=cursor, limit=chunk - 1, extra=extra)
-        yield from batch
-        if len(batch) < chunk:
-            return
-        cursor = (batch[-1].occurred_at, batch[-1].seq)
 
 
 def newest_page(*, scope: Clause, cursor: tuple[datetime, int] | None, limit: int,

@@ -20,7 +20,7 @@ T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 def scan_oracle(workspace: Workspace, phrase: str, entity: str | None) -> list[str]:
     """Every passage of ``workspace`` (live, active, current in its lane by ``seq``) of ``entity``
     whose lowercased text holds the lowercased phrase, with no letter or digit glued to either
-    end of it where that end is a letter or digit; newest first by (occurred_at, seq)."""
+    end of it where that end is a letter or digit; newest first by seq (the order writes arrived)."""
     rows = list(Record.objects.filter(workspace=workspace).order_by("seq"))
     newest_in_lane = {}
     for row in rows:
@@ -46,7 +46,7 @@ def scan_oracle(workspace: Workspace, phrase: str, entity: str | None) -> list[s
     visible = [row for row in rows if row.enriched_at is not None and not row.tombstone and row.status == "active"
                and (row.key is None or newest_in_lane[(row.entity, row.collection, row.key, row.status)] == row.seq)
                and (entity is None or row.entity == entity) and holds(row.text)]
-    return [str(row.id) for row in sorted(visible, key=lambda row: (row.occurred_at, row.seq), reverse=True)]
+    return [str(row.id) for row in sorted(visible, key=lambda row: row.seq, reverse=True)]
 
 
 def grep_all(api, phrase: str, entity: str | None, limit: int) -> tuple[list[str], bool]:
@@ -118,3 +118,14 @@ def test_a_reached_candidate_bound_says_so(api, catalog, settings):
     body = api.get("/memory/grep?q=budget&limit=10").json()
     assert body["complete"] is False and [hit["id"] for hit in body["hits"]] == [str(r.id) for r in made[:1:-1]]
     assert api.get("/memory/grep?q=budget&limit=10&entity=contact.maria&after=2024-01-04").json()["complete"] is False
+
+
+def test_a_rare_phrase_behind_many_candidates_is_found_across_widening_reads(api, catalog):
+    oldest = record_make(catalog, entity="contact.maria", text="beta alpha", occurred_at=T0)
+    for i in range(150):
+        record_make(catalog, entity="contact.maria", text=f"alpha beta {i}", occurred_at=T0 + timedelta(minutes=i))
+    middle = record_make(catalog, entity="contact.ana", text="so beta alpha", occurred_at=T0)
+    first = api.get("/memory/grep?q=beta+alpha&limit=1").json()
+    assert [hit["id"] for hit in first["hits"]] == [str(middle.id)] and first["complete"] is True
+    rest = api.get(f"/memory/grep?q=beta+alpha&limit=1&cursor={first['next_cursor']}").json()
+    assert [hit["id"] for hit in rest["hits"]] == [str(oldest.id)] and rest["next_cursor"] is None
