@@ -37,7 +37,8 @@ DEFAULTS: dict[str, object] = {
     "MODEL_CONTEXT_TOKENS": 60_000,
     "MAX_PROMPT_TOKENS": 50_000,
     # Lexical index (catalog_app.lexical): the analyzers the write path maintains, comma-separated
-    "LEXICAL_ANALYZERS": "bm25_v1,english",
+    # (bm25_v1, english); each one costs every write that makes records visible.
+    "LEXICAL_ANALYZERS": "bm25_v1",
     # Auth
     "API_KEY_CACHE_TTL_S": 60,
     # Enrichment

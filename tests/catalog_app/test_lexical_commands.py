@@ -10,7 +10,12 @@ from catalog_app.lexical.backfill import lexical_backfill, lexical_backfill_rema
 from catalog_app.lexical.check import lexical_check
 from catalog_app.lexical.query import IndexScope, index_top_k, source_totals
 from catalog_app.lexical.tables import DOCUMENT, GROUP, GROUP_STATS, POSTING, SOURCE_TOTALS, TERM_STATS
-from tests.catalog_app.lexical_support import load_lexical_catalog, write
+from tests.catalog_app.lexical_support import load_lexical_catalog, maintain_both_analyzers, write
+
+
+@pytest.fixture(autouse=True)
+def _both_analyzers(settings):
+    maintain_both_analyzers(settings)
 
 
 @pytest.fixture

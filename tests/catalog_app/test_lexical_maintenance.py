@@ -10,7 +10,12 @@ from catalog_app.lexical.query import IndexScope, index_top_k, source_totals
 from catalog_app.services.enrichment import records_enrich
 from catalog_app.services.review import draft_approve, draft_reject
 from catalog_app.services.workspaces import workspace_create
-from tests.catalog_app.lexical_support import load_lexical_catalog, write
+from tests.catalog_app.lexical_support import load_lexical_catalog, maintain_both_analyzers, write
+
+
+@pytest.fixture(autouse=True)
+def _both_analyzers(settings):
+    maintain_both_analyzers(settings)
 
 
 @pytest.fixture
