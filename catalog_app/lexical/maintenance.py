@@ -13,7 +13,7 @@ Concurrency. Whether a keyed record is current depends on its lane, so every rec
 keyed record runs under the lane's entity lock (the lock ingest takes; enrichment takes it with
 ``lexical_lock_lanes``), after which committed writes to the lane are visible to the next
 statement. Statistics rows are upserted in one fixed order (term statistics by analyzer then
-(workspace, term, group), then group statistics by (analyzer, group), then source totals by
+(workspace, term, collection, status), then group statistics by (analyzer, group), then source totals by
 (workspace, collection)), so concurrent writers wait for each other but never deadlock.
 """
 from __future__ import annotations
@@ -124,12 +124,13 @@ def _postings(cursor, analyzer: Analyzer, add: list[int], remove: list[int]) -> 
         changes.append("SELECT workspace_id, term, group_id, 1 AS n, tf, length FROM new")
     cursor.execute(
         f"WITH {', '.join(parts)}, "
-        "delta AS (SELECT workspace_id, term, group_id, sum(n)::integer AS df, max(tf) AS max_tf,"
-        f" min(length) AS min_length FROM ({' UNION ALL '.join(changes)}) u GROUP BY 1, 2, 3)"
-        f" INSERT INTO {TERM_STATS} AS s (workspace_id, analyzer, term, group_id, df, max_tf, min_length)"
-        " SELECT workspace_id, %(analyzer)s, term, group_id, df, max_tf, min_length FROM delta"
-        " ORDER BY workspace_id, term, group_id"
-        " ON CONFLICT (workspace_id, analyzer, term, group_id) DO UPDATE SET df = s.df + excluded.df,"
+        "delta AS (SELECT u.workspace_id, u.term, g.collection, g.status, sum(u.n)::integer AS df,"
+        f" max(u.tf) AS max_tf, min(u.length) AS min_length FROM ({' UNION ALL '.join(changes)}) u"
+        f" JOIN {GROUP} g ON g.id = u.group_id GROUP BY 1, 2, 3, 4)"
+        f" INSERT INTO {TERM_STATS} AS s (workspace_id, analyzer, term, collection, status, df, max_tf, min_length)"
+        " SELECT workspace_id, %(analyzer)s, term, collection, status, df, max_tf, min_length FROM delta"
+        " ORDER BY workspace_id, term, collection, status"
+        " ON CONFLICT (workspace_id, analyzer, term, collection, status) DO UPDATE SET df = s.df + excluded.df,"
         " max_tf = greatest(s.max_tf, excluded.max_tf), min_length = least(s.min_length, excluded.min_length)",
         {"analyzer": analyzer.code, "add": add, "remove": remove})
 

@@ -71,6 +71,9 @@ def index_top_k(*, workspace_id: int, analyzer: str, terms: tuple[str, ...], k: 
     if not terms:
         return IndexTopK(n, average, (), 0, ())
     postings, dfs = [], []
+    # The statistics are kept per (collection, status): they count this scope's df exactly only
+    # when no narrower axis applies; otherwise they still bound every tf and length in it.
+    whole_cells = scope.types is None and scope.keyed is None and scope.versions is None
     for _, _, _, term, df, max_tf, min_length, seqs, tfs, lengths in rows:
         seq_array = np.frombuffer(seqs or b"", dtype=">i8").astype(np.int64)
         tf_array = np.frombuffer(tfs or b"", dtype=">i4").astype(np.float64)
@@ -79,7 +82,7 @@ def index_top_k(*, workspace_id: int, analyzer: str, terms: tuple[str, ...], k: 
             # Counted from the postings themselves: the bound material is exact.
             max_tf = tf_array.max() if tf_array.size else 0
             min_length = length_array.min() if length_array.size else 0
-        elif int(df or 0) != seq_array.size:
+        elif whole_cells and int(df or 0) != seq_array.size:
             raise LexicalIndexInconsistent(
                 "lexical_index_inconsistent", f"The lexical index of workspace {workspace_id} counts df {df} for "
                 f"term {term!r} ({analyzer}) but holds {seq_array.size} postings in scope; run "
@@ -120,7 +123,8 @@ def records_with_all_terms(*, workspace_id: int, analyzer: str, terms: tuple[str
     # stops after ``limit`` matches; any order is correct, the rarest first reads the least.
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT term, sum(df) FROM {TERM_STATS} WHERE workspace_id = %s AND analyzer = %s "
-                       f"AND term = ANY(%s) AND group_id IN ({groups}) GROUP BY term",
+                       f"AND term = ANY(%s) AND (collection, status) IN (SELECT g.collection, g.status FROM ({groups}) g) "
+                       "GROUP BY term",
                        [workspace_id, spec.code, list(terms), *group_params])
         dfs = dict(cursor.fetchall())
         if any(dfs.get(term, 0) == 0 for term in terms) and scope.entities is None:
@@ -131,7 +135,8 @@ def records_with_all_terms(*, workspace_id: int, analyzer: str, terms: tuple[str
             f"p{i}.analyzer = p0.analyzer AND p{i}.term = %s AND p{i}.seq = p0.seq)" for i in range(1, len(ordered)))
         cursor.execute(
             f"SELECT r.id FROM (SELECT p0.seq FROM {POSTING} p0 WHERE p0.workspace_id = %s AND p0.analyzer = %s "
-            f"AND p0.term = %s AND p0.group_id IN ({groups}){entity_sql}{probes} ORDER BY p0.seq DESC LIMIT %s) x "
+            f"AND p0.term = %s AND p0.group_id IN (SELECT g.id FROM ({groups}) g){entity_sql}{probes} "
+            "ORDER BY p0.seq DESC LIMIT %s) x "
             f"JOIN {RECORD} r ON r.seq = x.seq ORDER BY x.seq DESC",
             [workspace_id, spec.code, ordered[0], *group_params, *entity_params, *ordered[1:], limit])
         return [row[0] for row in cursor.fetchall()]
@@ -174,7 +179,7 @@ def _groups(workspace_id: int, scope: IndexScope) -> tuple[str, list]:
     if scope.keyed is not None:
         parts.append("g.keyed = %s")
         params.append(scope.keyed)
-    return f"SELECT g.id FROM {GROUP} g WHERE {' AND '.join(parts)}", params
+    return f"SELECT g.id, g.collection, g.status FROM {GROUP} g WHERE {' AND '.join(parts)}", params
 
 
 def _entity_filter(workspace_id: int, scope: IndexScope, alias: str) -> tuple[str, list]:
@@ -196,7 +201,7 @@ def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...], scope: 
         stats_params = [analyzer.code]
         term_stats = (f"SELECT t.term, sum(t.df) AS df, max(t.max_tf) AS max_tf, min(t.min_length) AS min_length "
                       f"FROM {TERM_STATS} t WHERE t.workspace_id = %s AND t.analyzer = %s AND t.term = ANY(%s) "
-                      "AND t.group_id IN (SELECT id FROM g) GROUP BY t.term")
+                      "AND (t.collection, t.status) IN (SELECT g.collection, g.status FROM g) GROUP BY t.term")
         term_params = [workspace_id, analyzer.code, list(terms)]
     else:
         stats = (f"SELECT count(*) AS n, coalesce(sum(d.length), 0) AS total FROM {DOCUMENT} d "

@@ -56,7 +56,7 @@ def test_check_passes_on_a_maintained_index(ws):
      f"AND seq = (SELECT min(seq) FROM {POSTING} WHERE workspace_id = %s AND term = 'gamma')",
      "bm25_v1: posting 'gamma' of seq"),
     (f"UPDATE {TERM_STATS} SET df = df + 1 WHERE workspace_id = %s AND analyzer = 1 AND term = 'alpha' "
-     "AND %s IS NOT NULL", "bm25_v1: term 'alpha' in group"),
+     "AND %s IS NOT NULL", "bm25_v1: term 'alpha' in notes/active"),
     (f"UPDATE {TERM_STATS} SET max_tf = 0 WHERE workspace_id = %s AND analyzer = 2 AND %s IS NOT NULL",
      "english: term"),
     (f"DELETE FROM {DOCUMENT} WHERE workspace_id = %s AND analyzer = 1 "
