@@ -74,10 +74,11 @@ def index_top_k(*, workspace_id: int, analyzer: str, terms: tuple[str, ...], k: 
     # The statistics are kept per (collection, status): they count this scope's df exactly only
     # when no narrower axis applies; otherwise they still bound every tf and length in it.
     whole_cells = scope.types is None and scope.keyed is None and scope.versions is None
-    for _, _, _, term, df, max_tf, min_length, seqs, tfs, lengths in rows:
-        seq_array = np.frombuffer(seqs or b"", dtype=">i8").astype(np.int64)
-        tf_array = np.frombuffer(tfs or b"", dtype=">i4").astype(np.float64)
-        length_array = np.frombuffer(lengths or b"", dtype=">i4").astype(np.float64)
+    for _, _, _, term, df, max_tf, min_length, blob in rows:
+        table = np.frombuffer(blob or b"", dtype=_POSTING_ROW)
+        seq_array = table["seq"].astype(np.int64)
+        tf_array = table["tf"].astype(np.float64)
+        length_array = table["length"].astype(np.float64)
         if scope.entities is not None:
             # Counted from the postings themselves: the bound material is exact.
             max_tf = tf_array.max() if tf_array.size else 0
@@ -189,40 +190,49 @@ def _entity_filter(workspace_id: int, scope: IndexScope, alias: str) -> tuple[st
             [workspace_id, list(scope.entities)])
 
 
+_POSTING_ROW = np.dtype([("seq", ">i8"), ("tf", ">i4"), ("length", ">i4")])
+
+
 def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...], scope: IndexScope) -> list[tuple]:
-    """One statement: (N, total length, average, term, maintained df, max tf, min length, seqs,
-    tfs, lengths) per term in query order (one row with NULL term columns when no terms).
-    The average is ``numeric`` division cast to float8, exactly as the oracle's ``avg()``."""
+    """(N, total length, average, term, maintained df, max tf, min length, postings) per term in
+    query order (one row with NULL term columns when no terms); postings are the big-endian
+    (seq, tf, length) rows of ``_POSTING_ROW``, ascending by seq. The scope's groups are read
+    first (a group, once created, never changes), then everything else in one statement, so
+    statistics and postings come from one snapshot. The average is ``numeric`` division cast
+    to float8, exactly as the oracle's ``avg()``."""
     groups, group_params = _groups(workspace_id, scope)
+    with connection.cursor() as cursor:
+        cursor.execute(groups, group_params)
+        found = cursor.fetchall()
+    ids = [row[0] for row in found]
+    cells = sorted({(collection, status) for _, collection, status in found})
     entity_sql, entity_params = _entity_filter(workspace_id, scope, "p")
     if scope.entities is None:
         stats = (f"SELECT coalesce(sum(s.docs), 0) AS n, coalesce(sum(s.total_length), 0) AS total "
-                 f"FROM {GROUP_STATS} s WHERE s.analyzer = %s AND s.group_id IN (SELECT id FROM g)")
-        stats_params = [analyzer.code]
+                 f"FROM {GROUP_STATS} s WHERE s.analyzer = %s AND s.group_id = ANY(%s::integer[])")
+        stats_params = [analyzer.code, ids]
         term_stats = (f"SELECT t.term, sum(t.df) AS df, max(t.max_tf) AS max_tf, min(t.min_length) AS min_length "
                       f"FROM {TERM_STATS} t WHERE t.workspace_id = %s AND t.analyzer = %s AND t.term = ANY(%s) "
-                      "AND (t.collection, t.status) IN (SELECT g.collection, g.status FROM g) GROUP BY t.term")
-        term_params = [workspace_id, analyzer.code, list(terms)]
+                      "AND (t.collection, t.status) IN (SELECT * FROM unnest(%s::text[], %s::text[])) GROUP BY t.term")
+        term_params = [workspace_id, analyzer.code, list(terms), [c for c, _ in cells], [s for _, s in cells]]
     else:
         stats = (f"SELECT count(*) AS n, coalesce(sum(d.length), 0) AS total FROM {DOCUMENT} d "
-                 f"JOIN {RECORD} e ON e.seq = d.seq WHERE d.analyzer = %s AND d.group_id IN (SELECT id FROM g) "
+                 f"JOIN {RECORD} e ON e.seq = d.seq WHERE d.analyzer = %s AND d.group_id = ANY(%s::integer[]) "
                  "AND e.workspace_id = %s AND e.entity = ANY(%s)")
-        stats_params = [analyzer.code, workspace_id, list(scope.entities)]
+        stats_params = [analyzer.code, ids, workspace_id, list(scope.entities)]
         term_stats = ("SELECT NULL::text AS term, NULL::bigint AS df, NULL::integer AS max_tf, "
                       "NULL::integer AS min_length")
         term_params = []
     sql = (
-        f"WITH g AS MATERIALIZED ({groups}), st AS ({stats}), ts AS ({term_stats}), "
-        "po AS (SELECT p.term, string_agg(int8send(p.seq), ''::bytea ORDER BY p.seq) AS seqs, "
-        "string_agg(int4send(p.tf), ''::bytea ORDER BY p.seq) AS tfs, "
-        "string_agg(int4send(p.length), ''::bytea ORDER BY p.seq) AS lengths "
-        f"FROM {POSTING} p WHERE p.workspace_id = %s AND p.analyzer = %s AND p.term = ANY(%s) "
-        f"AND p.group_id IN (SELECT id FROM g){entity_sql} GROUP BY p.term) "
+        f"WITH st AS ({stats}), ts AS ({term_stats}), "
+        "po AS (SELECT p.term, string_agg(int8send(p.seq) || int4send(p.tf) || int4send(p.length), ''::bytea "
+        f"ORDER BY p.seq) AS postings FROM {POSTING} p WHERE p.workspace_id = %s AND p.analyzer = %s "
+        f"AND p.term = ANY(%s) AND p.group_id = ANY(%s::integer[]){entity_sql} GROUP BY p.term) "
         "SELECT st.n, st.total, CASE WHEN st.n > 0 THEN (st.total::numeric / st.n::numeric)::float8 ELSE 0 END, "
-        "q.term, ts.df, ts.max_tf, ts.min_length, po.seqs, po.tfs, po.lengths "
+        "q.term, ts.df, ts.max_tf, ts.min_length, po.postings "
         "FROM st LEFT JOIN unnest(%s::text[]) WITH ORDINALITY q(term, i) ON true "
         "LEFT JOIN ts ON ts.term = q.term LEFT JOIN po ON po.term = q.term ORDER BY q.i")
-    params = [*group_params, *stats_params, *term_params, workspace_id, analyzer.code, list(terms), *entity_params,
+    params = [*stats_params, *term_params, workspace_id, analyzer.code, list(terms), ids, *entity_params,
               list(terms)]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
