@@ -128,7 +128,7 @@ def records_with_all_terms(*, workspace_id: int, analyzer: str, terms: tuple[str
                        "GROUP BY term",
                        [workspace_id, spec.code, list(terms), *group_params])
         dfs = dict(cursor.fetchall())
-        if any(dfs.get(term, 0) == 0 for term in terms) and scope.entities is None:
+        if any(dfs.get(term, 0) == 0 for term in terms):  # counted over a superset of the scope
             return []
         ordered = sorted(terms, key=lambda term: dfs.get(term, 0))
         probes = "".join(

@@ -99,6 +99,11 @@ def test_records_with_all_terms_are_conjunctive_and_newest_first(ws):
                                   limit=1) == [c]
     assert records_with_all_terms(workspace_id=ws.pk, analyzer="bm25_v1", terms=("x", "nope"),
                                   scope=IndexScope(), limit=5) == []
+    (d,) = write(ws, {"text": "x z", "entity": "e2", "type": "fact", "key": "k"})
+    assert records_with_all_terms(workspace_id=ws.pk, analyzer="bm25_v1", terms=("z", "x"),
+                                  scope=IndexScope(entities=("e2",)), limit=5) == [d]
+    assert records_with_all_terms(workspace_id=ws.pk, analyzer="bm25_v1", terms=("z", "x"),
+                                  scope=IndexScope(keyed=False), limit=5) == [c, b, a]
 
 
 def test_source_totals_count_every_inserted_row_and_its_bytes(ws):
