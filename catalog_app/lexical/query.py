@@ -101,10 +101,8 @@ def index_top_k(*, workspace_id: int, analyzer: str, terms: tuple[str, ...], k: 
             f"matching {terms!r} ({analyzer}) in a scope of {n}; run `python manage.py lexical_check "
             f"--workspace {workspace_id}`.")
     seqs, scores, scored = top_candidates(postings, k, average)
-    seqs, scores = best_k(seqs, scores, k)
-    ids = _record_ids(seqs)
-    ranked = sorted(zip(scores.tolist(), (ids[int(seq)] for seq in seqs)), key=lambda hit: (-hit[0], hit[1]))
-    return IndexTopK(n, average, tuple(dfs), matched, tuple((uid, score) for score, uid in ranked[:k]), scored)
+    hits = _ranked(*best_k(seqs, scores, k), k)
+    return IndexTopK(n, average, tuple(dfs), matched, hits, scored)
 
 
 def records_with_all_terms(*, workspace_id: int, analyzer: str, terms: tuple[str, ...], scope: IndexScope,
@@ -239,9 +237,18 @@ def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...], scope: 
         return cursor.fetchall()
 
 
-def _record_ids(seqs: np.ndarray) -> dict[int, UUID]:
-    if not seqs.size:
-        return {}
+def _ranked(above: np.ndarray, above_scores: np.ndarray, tied: np.ndarray, kth: float,
+            k: int) -> tuple[tuple[UUID, float], ...]:
+    """The top ``k`` as (UUID, score): those above the k-th score by score then UUID, then the
+    records tied at it with the smallest UUIDs (only those are read)."""
+    if not above.size and not tied.size:
+        return ()
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT seq, id FROM {RECORD} WHERE seq = ANY(%s)", [seqs.tolist()])
-        return dict(cursor.fetchall())
+        cursor.execute(f"SELECT seq, id FROM {RECORD} WHERE seq = ANY(%s)", [above.tolist()])
+        ids = dict(cursor.fetchall())
+        ranked = sorted(zip(above_scores.tolist(), (ids[int(seq)] for seq in above)), key=lambda h: (-h[0], h[1]))
+        if len(ranked) < k and tied.size:
+            cursor.execute(f"SELECT id FROM {RECORD} WHERE seq = ANY(%s) ORDER BY id LIMIT %s",
+                           [tied.tolist(), k - len(ranked)])
+            ranked += [(kth, row[0]) for row in cursor.fetchall()]
+    return tuple((uid, score) for score, uid in ranked[:k])
