@@ -72,26 +72,27 @@ def index_top_k(*, workspace_id: int, analyzer: str, terms: tuple[str, ...], k: 
         return IndexTopK(n, average, (), 0, ())
     postings, dfs = [], []
     # The statistics are kept per (collection, status): they count this scope's df exactly only
-    # when no narrower axis applies; otherwise they still bound every tf and length in it.
-    whole_cells = scope.types is None and scope.keyed is None and scope.versions is None
+    # when no narrower axis applies; a read holding them against its postings where they do
+    # fails instead of ranking with a wrong statistic. Bounds come from the postings themselves
+    # (exact, so pruning is as tight as it can be, at the cost of one pass over each array).
+    whole_cells = scope.entities is None and scope.types is None and scope.keyed is None and scope.versions is None
     for _, _, _, term, df, max_tf, min_length, blob in rows:
         table = np.frombuffer(blob or b"", dtype=_POSTING_ROW)
         seq_array = table["seq"].astype(np.int64)
         tf_array = table["tf"].astype(np.float64)
         length_array = table["length"].astype(np.float64)
-        if scope.entities is not None:
-            # Counted from the postings themselves: the bound material is exact.
-            max_tf = tf_array.max() if tf_array.size else 0
-            min_length = length_array.min() if length_array.size else 0
-        elif whole_cells and int(df or 0) != seq_array.size:
+        top_tf = float(tf_array.max()) if tf_array.size else 0.0
+        shortest = float(length_array.min()) if length_array.size else 0.0
+        if whole_cells and (int(df or 0) != seq_array.size
+                            or seq_array.size and (top_tf > max_tf or shortest < min_length)):
             raise LexicalIndexInconsistent(
-                "lexical_index_inconsistent", f"The lexical index of workspace {workspace_id} counts df {df} for "
-                f"term {term!r} ({analyzer}) but holds {seq_array.size} postings in scope; run "
+                "lexical_index_inconsistent", f"The lexical index of workspace {workspace_id} counts df {df} "
+                f"(max tf {max_tf}, min length {min_length}) for term {term!r} ({analyzer}) but holds "
+                f"{seq_array.size} postings in scope (max tf {top_tf:g}, min length {shortest:g}); run "
                 f"`python manage.py lexical_check --workspace {workspace_id}`.")
         df = int(seq_array.size)
         term_idf = idf(n, df) if n else 0.0
-        bound = (float(contribution(term_idf, float(max_tf), float(min_length), average))
-                 if average > 0 and seq_array.size else 0.0)
+        bound = float(contribution(term_idf, top_tf, shortest, average)) if average > 0 and df else 0.0
         postings.append(TermPostings(seq_array, tf_array, length_array, term_idf, bound))
         dfs.append(df)
     matched = union_size(postings)

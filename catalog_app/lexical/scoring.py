@@ -7,8 +7,8 @@ with the operations in that order, summed over the query terms in query order (a
 lacks adds 0.0, which changes no float). Equal inputs therefore give bit-identical scores, and
 the ranking (score descending, then UUID ascending) is the oracle's.
 
-Pruning (MaxScore). ``bound`` is a valid upper bound of each term's contribution (from the
-term statistics' maximum tf and minimum length, or the exact ones of the arrays). Terms are
+Pruning (MaxScore). ``bound`` is a valid upper bound of each term's contribution (its value at
+the largest tf and the smallest length of the term's postings in scope). Terms are
 taken in decreasing bound order; after each, the k-th best *partial* score is a lower bound
 ``theta`` of the k-th best full score (contributions are non-negative). Once the bounds of the
 terms not yet taken sum to less than ``theta``, a record in none of the taken terms' postings

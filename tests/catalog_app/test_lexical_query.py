@@ -132,6 +132,11 @@ def test_a_statistic_contradicting_the_postings_fails_the_read(ws):
         top(ws, ["alpha"])
     assert (failure.value.code, failure.value.status) == ("lexical_index_inconsistent", 500)
     assert top(ws, ["beta"]).dfs == (1,)
+    with connection.cursor() as cursor:  # a pruning bound that no longer bounds
+        cursor.execute(f"UPDATE {TERM_STATS} SET df = df - 1, max_tf = 0 WHERE workspace_id = %s AND term = 'alpha'",
+                       [ws.pk])
+    with pytest.raises(LexicalIndexInconsistent):
+        top(ws, ["alpha"])
 
 
 def test_an_analyzer_the_write_path_does_not_maintain_is_refused(ws):
