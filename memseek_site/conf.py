@@ -43,7 +43,8 @@ DEFAULTS: dict[str, object] = {
     "MEMORY_GREP_MAX_CHARS": 512,
     "MEMORY_GREP_CANDIDATES": 10_000,
     # Lexical index (catalog_app.lexical): the analyzers the write path maintains, comma-separated
-    "LEXICAL_ANALYZERS": "bm25_v1,english",
+    # (bm25_v1, english); each one costs every write that makes records visible.
+    "LEXICAL_ANALYZERS": "bm25_v1",
     # Auth
     "API_KEY_CACHE_TTL_S": 60,
     # Enrichment

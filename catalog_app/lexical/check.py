@@ -80,15 +80,16 @@ def _group_stats(analyzer: Analyzer) -> str:
 
 def _term_stats(analyzer: Analyzer) -> str:
     return (
-        f"WITH e AS (SELECT term, group_id, count(*) AS df, max(tf) AS max_tf, min(length) AS min_length "
-        f"FROM ({_expected_postings(analyzer)}) x GROUP BY term, group_id), "
+        "WITH e AS (SELECT x.term, g.collection, g.status, count(*) AS df, max(x.tf) AS max_tf, "
+        f"min(x.length) AS min_length FROM ({_expected_postings(analyzer)}) x JOIN {GROUP} g ON g.id = x.group_id "
+        "GROUP BY 1, 2, 3), "
         f"s AS (SELECT * FROM {TERM_STATS} WHERE workspace_id = %(ws)s AND analyzer = %(analyzer)s) "
-        "SELECT format('term %%L in group %%s: df %%s, max tf %%s, min length %%s; expected df %%s, max tf >= %%s, "
-        "min length <= %%s', coalesce(s.term, e.term), coalesce(s.group_id, e.group_id), coalesce(s.df, 0), "
-        "s.max_tf, s.min_length, coalesce(e.df, 0), e.max_tf, e.min_length) "
-        "FROM e FULL JOIN s ON s.term = e.term AND s.group_id = e.group_id "
+        "SELECT format('term %%L in %%s/%%s: df %%s, max tf %%s, min length %%s; expected df %%s, max tf >= %%s, "
+        "min length <= %%s', coalesce(s.term, e.term), coalesce(s.collection, e.collection), "
+        "coalesce(s.status, e.status), coalesce(s.df, 0), s.max_tf, s.min_length, coalesce(e.df, 0), e.max_tf, "
+        "e.min_length) FROM e FULL JOIN s ON s.term = e.term AND s.collection = e.collection AND s.status = e.status "
         "WHERE coalesce(s.df, 0) <> coalesce(e.df, 0) OR s.max_tf < e.max_tf OR s.min_length > e.min_length "
-        "ORDER BY coalesce(s.term, e.term), coalesce(s.group_id, e.group_id)")
+        "ORDER BY coalesce(s.term, e.term), coalesce(s.collection, e.collection), coalesce(s.status, e.status)")
 
 
 _SOURCE_TOTALS = (

@@ -13,7 +13,7 @@ Concurrency. Whether a keyed record is current depends on its lane, so every rec
 keyed record runs under the lane's entity lock (the lock ingest takes; enrichment takes it with
 ``lexical_lock_lanes``), after which committed writes to the lane are visible to the next
 statement. Statistics rows are upserted in one fixed order (term statistics by analyzer then
-(workspace, term, group), then group statistics by (analyzer, group), then source totals by
+(workspace, term, collection, status), then group statistics by (analyzer, group), then source totals by
 (workspace, collection)), so concurrent writers wait for each other but never deadlock.
 """
 from __future__ import annotations
@@ -102,29 +102,35 @@ def lexical_reconcile(cursor, seqs: Sequence[int]) -> tuple[int, int]:
 
 def _postings(cursor, analyzer: Analyzer, add: list[int], remove: list[int]) -> None:
     """Insert the postings of ``add``, delete those of ``remove`` and apply both to the term
-    statistics, in one statement."""
+    statistics, in one statement. A removal finds each posting by its full key (the record's
+    own terms), so it is index probes whatever the planner believes about the table's size."""
+    parts, changes = [], []
+    if remove:
+        parts.append(
+            f"gone AS (DELETE FROM {POSTING} p USING {RECORD} r WHERE r.seq = ANY(%(remove)s)"
+            " AND p.workspace_id = r.workspace_id AND p.analyzer = %(analyzer)s AND p.seq = r.seq"
+            f" AND p.term = ANY(ARRAY(SELECT t.term FROM {analyzer.terms_sql}))"
+            " RETURNING p.workspace_id, p.term, p.group_id)")
+        changes.append(f"SELECT workspace_id, term, group_id, -1 AS n, 0 AS tf, {_NEVER_SHORTER} AS length FROM gone")
+    if add:
+        parts.append(
+            f"src AS MATERIALIZED (SELECT r.seq, r.workspace_id, r.bm25_tf, r.search_vector, g.id AS group_id,"
+            f" {analyzer.length_sql} AS length FROM {RECORD} r JOIN {GROUP} g ON {group_of('r', 'g')}"
+            " WHERE r.seq = ANY(%(add)s))")
+        parts.append(
+            f"new AS (INSERT INTO {POSTING} (workspace_id, analyzer, term, seq, group_id, tf, length)"
+            f" SELECT r.workspace_id, %(analyzer)s, t.term, r.seq, r.group_id, t.tf, r.length FROM src r"
+            f" CROSS JOIN {analyzer.terms_sql} RETURNING workspace_id, term, group_id, tf, length)")
+        changes.append("SELECT workspace_id, term, group_id, 1 AS n, tf, length FROM new")
     cursor.execute(
-        "WITH gone AS ("
-        f" DELETE FROM {POSTING} p USING (SELECT r.workspace_id, t.term, r.seq FROM {RECORD} r"
-        f"  CROSS JOIN {analyzer.terms_sql} WHERE r.seq = ANY(%(remove)s)) o"
-        "  WHERE p.workspace_id = o.workspace_id AND p.analyzer = %(analyzer)s AND p.term = o.term AND p.seq = o.seq"
-        "  RETURNING p.workspace_id, p.term, p.group_id),"
-        " src AS MATERIALIZED ("
-        f" SELECT r.seq, r.workspace_id, r.bm25_tf, r.search_vector, g.id AS group_id, {analyzer.length_sql} AS length"
-        f"  FROM {RECORD} r JOIN {GROUP} g ON {group_of('r', 'g')} WHERE r.seq = ANY(%(add)s)),"
-        " new AS ("
-        f" INSERT INTO {POSTING} (workspace_id, analyzer, term, seq, group_id, tf, length)"
-        f"  SELECT r.workspace_id, %(analyzer)s, t.term, r.seq, r.group_id, t.tf, r.length FROM src r"
-        f"  CROSS JOIN {analyzer.terms_sql}"
-        "  RETURNING workspace_id, term, group_id, tf, length),"
-        " delta AS (SELECT workspace_id, term, group_id, sum(n)::integer AS df, max(tf) AS max_tf,"
-        "  min(length) AS min_length FROM ("
-        f"  SELECT workspace_id, term, group_id, -1 AS n, 0 AS tf, {_NEVER_SHORTER} AS length FROM gone"
-        "  UNION ALL SELECT workspace_id, term, group_id, 1, tf, length FROM new) u GROUP BY 1, 2, 3)"
-        f" INSERT INTO {TERM_STATS} AS s (workspace_id, analyzer, term, group_id, df, max_tf, min_length)"
-        " SELECT workspace_id, %(analyzer)s, term, group_id, df, max_tf, min_length FROM delta"
-        " ORDER BY workspace_id, term, group_id"
-        " ON CONFLICT (workspace_id, analyzer, term, group_id) DO UPDATE SET df = s.df + excluded.df,"
+        f"WITH {', '.join(parts)}, "
+        "delta AS (SELECT u.workspace_id, u.term, g.collection, g.status, sum(u.n)::integer AS df,"
+        f" max(u.tf) AS max_tf, min(u.length) AS min_length FROM ({' UNION ALL '.join(changes)}) u"
+        f" JOIN {GROUP} g ON g.id = u.group_id GROUP BY 1, 2, 3, 4)"
+        f" INSERT INTO {TERM_STATS} AS s (workspace_id, analyzer, term, collection, status, df, max_tf, min_length)"
+        " SELECT workspace_id, %(analyzer)s, term, collection, status, df, max_tf, min_length FROM delta"
+        " ORDER BY workspace_id, term, collection, status"
+        " ON CONFLICT (workspace_id, analyzer, term, collection, status) DO UPDATE SET df = s.df + excluded.df,"
         " max_tf = greatest(s.max_tf, excluded.max_tf), min_length = least(s.min_length, excluded.min_length)",
         {"analyzer": analyzer.code, "add": add, "remove": remove})
 

@@ -39,15 +39,16 @@ class LexicalGroupStats(models.Model):
 
 
 class LexicalTermStats(models.Model):
-    """Per (workspace, analyzer, term, group): the exact document frequency and pruning bound
-    material (``max_tf`` never decreases and ``min_length`` never increases on removal, so they
-    stay valid bounds)."""
+    """Per (workspace, analyzer, term, collection, status): the exact document frequency and
+    pruning bound material (``max_tf`` never decreases and ``min_length`` never increases on
+    removal, so they stay valid bounds for every scope inside that collection and status)."""
 
-    pk = models.CompositePrimaryKey("workspace_id", "analyzer", "term", "group_id")
+    pk = models.CompositePrimaryKey("workspace_id", "analyzer", "term", "collection", "status")
     workspace_id = models.IntegerField()
     analyzer = models.SmallIntegerField()
     term = models.TextField()
-    group_id = models.IntegerField()
+    collection = models.CharField(max_length=64)
+    status = models.CharField(max_length=8)
     df = models.IntegerField()
     max_tf = models.IntegerField()
     min_length = models.IntegerField()

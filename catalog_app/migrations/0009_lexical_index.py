@@ -1,6 +1,7 @@
 """The lexical term index (``catalog_app.lexical``): its tables, written as DDL because Django
 cannot express them (the posting key's ``INCLUDE`` columns make term scans index-only; terms
-compare bytewise under ``COLLATE "C"``). No foreign keys: a per-row RI check on every posting
+compare bytewise under ``COLLATE "C"``; the statistics tables, updated by every write, leave half
+of each page free so those updates stay heap-only). No foreign keys: a per-row RI check on every posting
 would cost the write path more than the index itself; a trigger forgets a deleted workspace's
 rows instead (Django deletes records first, then the workspace row).
 """
@@ -25,7 +26,7 @@ CREATE TABLE catalog_app_lexical_group_stats (
     docs bigint NOT NULL,
     total_length bigint NOT NULL,
     PRIMARY KEY (group_id, analyzer)
-);
+) WITH (fillfactor = 50);
 CREATE TABLE catalog_app_lexical_term_stats (
     workspace_id integer NOT NULL,
     analyzer smallint NOT NULL,
@@ -35,7 +36,7 @@ CREATE TABLE catalog_app_lexical_term_stats (
     max_tf integer NOT NULL,
     min_length integer NOT NULL,
     PRIMARY KEY (workspace_id, analyzer, term, group_id)
-);
+) WITH (fillfactor = 50);
 CREATE TABLE catalog_app_lexical_document (
     seq bigint NOT NULL,
     analyzer smallint NOT NULL,
@@ -62,7 +63,7 @@ CREATE TABLE catalog_app_lexical_source_totals (
     rows bigint NOT NULL,
     bytes bigint NOT NULL,
     PRIMARY KEY (workspace_id, collection)
-);
+) WITH (fillfactor = 50);
 CREATE TABLE catalog_app_lexical_backfill (
     workspace_id integer PRIMARY KEY,
     last_seq bigint NOT NULL,

@@ -57,6 +57,11 @@ processors:
 """
 
 
+def maintain_both_analyzers(settings) -> None:
+    """Make the write path maintain ``english`` beside ``bm25_v1`` (the default is ``bm25_v1``)."""
+    settings.MEMSEEK = {**getattr(settings, "MEMSEEK", {}), "LEXICAL_ANALYZERS": "bm25_v1,english"}
+
+
 def load_lexical_catalog(workspace, directory) -> None:
     """Write and load the tests' catalog (``notes`` v1 and v2, ``logs``: ready at insert;
     ``slow``: ready once its constant processor ran)."""

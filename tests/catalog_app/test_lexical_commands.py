@@ -10,7 +10,12 @@ from catalog_app.lexical.backfill import lexical_backfill, lexical_backfill_rema
 from catalog_app.lexical.check import lexical_check
 from catalog_app.lexical.query import IndexScope, index_top_k, source_totals
 from catalog_app.lexical.tables import DOCUMENT, GROUP, GROUP_STATS, POSTING, SOURCE_TOTALS, TERM_STATS
-from tests.catalog_app.lexical_support import load_lexical_catalog, write
+from tests.catalog_app.lexical_support import load_lexical_catalog, maintain_both_analyzers, write
+
+
+@pytest.fixture(autouse=True)
+def _both_analyzers(settings):
+    maintain_both_analyzers(settings)
 
 
 @pytest.fixture
@@ -51,7 +56,7 @@ def test_check_passes_on_a_maintained_index(ws):
      f"AND seq = (SELECT min(seq) FROM {POSTING} WHERE workspace_id = %s AND term = 'gamma')",
      "bm25_v1: posting 'gamma' of seq"),
     (f"UPDATE {TERM_STATS} SET df = df + 1 WHERE workspace_id = %s AND analyzer = 1 AND term = 'alpha' "
-     "AND %s IS NOT NULL", "bm25_v1: term 'alpha' in group"),
+     "AND %s IS NOT NULL", "bm25_v1: term 'alpha' in notes/active"),
     (f"UPDATE {TERM_STATS} SET max_tf = 0 WHERE workspace_id = %s AND analyzer = 2 AND %s IS NOT NULL",
      "english: term"),
     (f"DELETE FROM {DOCUMENT} WHERE workspace_id = %s AND analyzer = 1 "

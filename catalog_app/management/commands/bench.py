@@ -19,6 +19,7 @@ BENCHMARKS = {
     "locomo": "evidence recall on LoCoMo conversations beside DRAGON",
     "retrieve": "context retrieval benchmark",
     "lookups": "GET /memory/* lookup latency beside their raw SQL",
+    "lexical": "exact BM25 top-k from the lexical index beside the full scan",
 }
 
 
