@@ -237,3 +237,12 @@ def test_ls_counts_from_the_index_equal_a_count_of_the_rows(api, catalog):
         counts = {e["name"]: e["count"] for e in get(api, "ls", path=kind)["entries"]}
         assert counts == {name: sum(row.collection == name and (kind == "passages" or row.key is not None)
                                     for row in visible) for name in counts}
+
+
+def test_grep_and_latest_under_facts_see_only_current_facts(api, catalog):
+    record_make(catalog, entity=MARIA, text="plan Z-9 discussed", occurred_at=T0)
+    record_make(catalog, entity=MARIA, key="plan", type="fact", text="old plan Z-9", occurred_at=T0)
+    current = record_make(catalog, entity=MARIA, key="plan", type="fact", text="plan Z-9 signed", occurred_at=T0)
+    assert [hit["id"] for hit in get(api, "grep", q="z-9", path="facts")["hits"]] == [str(current.id)]
+    assert [hit["id"] for hit in get(api, "latest", path=f"facts/main/{MARIA}")["hits"]] == [str(current.id)]
+    assert get(api, "grep", q="z-9", path="passages")["found"] == 2
