@@ -103,6 +103,10 @@ ERROR_STATUS: dict[str, int] = {
     "workspace_setting": 409,
     # POST /receipts/{id}/feedback (dedupe_conflict above), POST /evaluate (view_not_found above)
     "record_not_in_receipt": 422,
+    # MCP (POST /mcp, GET /tools): transport refusals and tool results
+    "origin_not_allowed": 403,
+    "tool_not_found": 404,
+    "tool_binding_inactive": 409,
     # Dependencies
     "database_unavailable": 503,
     "embedding_unavailable": 503,

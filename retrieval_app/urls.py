@@ -2,6 +2,8 @@ from django.urls import path
 
 from .api import EvaluateView, FeedbackView, ReceiptView, RetrieveView
 from .context_api import ContextView
+from .mcp.api import ToolListView
+from .mcp.http import McpView
 
 urlpatterns = [
     path("retrieve", RetrieveView.as_view(), name="retrieve"),
@@ -9,4 +11,6 @@ urlpatterns = [
     path("receipts/<str:id>/feedback", FeedbackView.as_view(), name="receipt-feedback"),
     path("evaluate", EvaluateView.as_view(), name="evaluate"),
     path("context", ContextView.as_view(), name="context"),
+    path("tools", ToolListView.as_view(), name="tools"),
+    path("mcp", McpView.as_view(), name="mcp"),
 ]
