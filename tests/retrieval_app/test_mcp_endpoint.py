@@ -15,6 +15,7 @@ from rest_framework.test import APIClient
 from catalog_app.models import Definition, Record
 from catalog_app.services.catalog_load import catalog_load
 from catalog_app.services.workspaces import workspace_create
+from tests.memseek_site.test_openapi_responses import check
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "catalogs"
 MODERN = "2026-07-28"
@@ -182,3 +183,11 @@ def test_a_batch_or_wrongly_typed_message_is_a_json_rpc_error(catalog, api):
         response = api.generic("POST", "/mcp", raw, content_type="application/json",
                                HTTP_ACCEPT="application/json, text/event-stream", HTTP_MCP_PROTOCOL_VERSION=MODERN)
         assert response.status_code == 400 and "error" in response.json() and "jsonrpc" in response.json()
+
+
+def test_responses_match_the_openapi_document(catalog, api):
+    check(api.get("/tools"), "GET", "/tools")
+    check(APIClient().get("/tools"), "GET", "/tools", 401)
+    check(rpc(api, "tools/list"), "POST", "/mcp")
+    check(rpc(APIClient(), "tools/list"), "POST", "/mcp", 401)
+    check(rpc(api, "tools/list", HTTP_ORIGIN="https://evil.example"), "POST", "/mcp", 403)
