@@ -15,7 +15,6 @@ A method other than POST is ``405 method_not_allowed``.
 from __future__ import annotations
 
 import anyio
-from asgiref.sync import async_to_sync
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiExample, extend_schema, inline_serializer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -27,6 +26,8 @@ from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
 from memseek_site.json_body import decode_json_body
 
+from .listing import tools_list
+from .loop import run_here
 from .routes import InProcessRoutes
 from .server import Allowlist, build_server
 
@@ -55,8 +56,10 @@ class McpView(APIView):
     def post(self, request):
         body = _body(request._request)
         key = request.META["HTTP_AUTHORIZATION"].split()[1]
-        routes = InProcessRoutes(key=key, host=request.get_host(), scheme=request.scheme)
-        status, headers, content = async_to_sync(_serve)(routes, _asgi_scope(request._request), body)
+        # GET /tools's own selector for the workspace the bearer named, read once for this request.
+        listing = tools_list(workspace=request.auth)
+        status, headers, content = run_here(_serve, key, request.auth, request.get_host(), request.scheme,
+                                            listing, _asgi_scope(request._request), body)
         response = HttpResponse(content, status=status)
         for name, value in headers:
             if name.lower() not in ("content-length", "connection"):
@@ -98,9 +101,12 @@ def _asgi_scope(request) -> dict:
             "server": (host, int(port) if port.isdigit() else 80)}
 
 
-async def _serve(routes: InProcessRoutes, scope: dict, body: bytes) -> tuple[int, list, bytes]:
-    allowlist = Allowlist(routes, remember=True)
-    server = build_server(allowlist, await allowlist.listing())
+async def _serve(request_thread, key: str, workspace, host: str, scheme: str, listing: dict, scope: dict,
+                 body: bytes) -> tuple[int, list, bytes]:
+    routes = InProcessRoutes(key=key, workspace=workspace, host=host, scheme=scheme,
+                             request_thread=request_thread)
+    allowlist = Allowlist.of(listing)
+    server = build_server(allowlist, routes, listing)
     manager = StreamableHTTPSessionManager(server, json_response=True, stateless=True,
                                            max_request_body_size=memseek_setting("MAX_BODY_BYTES"))
     answered = anyio.Event()

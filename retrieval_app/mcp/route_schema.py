@@ -9,12 +9,10 @@ build) answers ``None``.
 from __future__ import annotations
 
 import copy
-import re
 import threading
 
 _lock = threading.Lock()
 _document: dict | None = None
-_PLACEHOLDER = re.compile(r"\{[^}]+\}")
 
 
 def _openapi() -> dict:
@@ -72,7 +70,3 @@ def _inlined(schema, document: dict, depth: int = 0):
         return [_inlined(item, document, depth + 1) for item in schema]
     return schema
 
-
-def filled_path(template: str, values: dict[str, str]) -> str:
-    """``template`` with each ``{name}`` replaced by ``values[name]`` (already URL-quoted)."""
-    return _PLACEHOLDER.sub(lambda found: values[found.group()[1:-1]], template)

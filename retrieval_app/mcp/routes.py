@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from urllib.parse import urlencode
 
 import httpx
-from asgiref.sync import sync_to_async
+
+from catalog_app.auth import IN_PROCESS_WORKSPACE
 
 # Seconds a stdio tool call waits for the API (a cold model load can take a while).
 HTTP_TIMEOUT_S = 180
@@ -43,17 +44,19 @@ def _encoded(body) -> bytes:
 
 
 class InProcessRoutes:
-    """Routes of this process, called as the holder of ``key`` on ``host`` (the outer request's)."""
+    """Routes of this process, called as the holder of ``key`` on ``host`` (the outer request's);
+    each view runs through ``request_thread`` (``loop.run_here``) on the thread serving the ``/mcp``
+    request, with its database connection and transaction, never on a pool thread."""
 
-    def __init__(self, *, key: str, host: str, scheme: str):
+    def __init__(self, *, key: str, workspace, host: str, scheme: str, request_thread):
         self.key = key
+        self.workspace = workspace
         self.host = host
         self.scheme = scheme
+        self.request_thread = request_thread
 
     async def request(self, method: str, path: str, *, query: dict | None = None, body=None) -> RouteAnswer:
-        # thread_sensitive: the view runs on the thread that serves the /mcp request (its
-        # database connection and transaction), never on a pool thread.
-        return await sync_to_async(self.dispatch, thread_sensitive=True)(method, path, query, body)
+        return await self.request_thread.call(self.dispatch, method, path, query, body)
 
     def dispatch(self, method: str, path: str, query: dict | None, body) -> RouteAnswer:
         from django.core.handlers.wsgi import WSGIRequest
@@ -68,6 +71,8 @@ class InProcessRoutes:
             "SERVER_PROTOCOL": "HTTP/1.1", "REMOTE_ADDR": "127.0.0.1", "wsgi.input": io.BytesIO(raw),
             "wsgi.url_scheme": self.scheme, "wsgi.errors": io.StringIO(), "wsgi.multithread": True,
             "wsgi.multiprocess": True, "wsgi.run_once": False, "wsgi.version": (1, 0),
+            # The bearer check still runs; it need not look the key up again within this request.
+            IN_PROCESS_WORKSPACE: (self.key, self.workspace),
         }
         response = _django_handler().get_response(WSGIRequest(environ))
         return RouteAnswer(response.status_code, _decoded(response.content))

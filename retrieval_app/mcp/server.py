@@ -25,29 +25,36 @@ SERVER_VERSION = "memseek"
 
 
 class Allowlist:
-    """``GET /tools`` through ``routes``; with ``remember`` the first answer is kept (one HTTP
-    request to ``/mcp`` reads it once), without it every use reads it again (stdio sessions)."""
+    """The current ``GET /tools`` payload: ``read`` (an async callable) reads it at every use, as
+    a stdio session living across catalog loads needs; ``Allowlist.of(listing)`` is one read
+    already made, for the single message one HTTP request to ``/mcp`` carries."""
 
-    def __init__(self, routes, *, remember: bool):
-        self.routes = routes
-        self.remember = remember
-        self._listing: dict | None = None
+    def __init__(self, read):
+        self.read = read
+
+    @classmethod
+    def of(cls, listing: dict) -> Allowlist:
+        async def known() -> dict:
+            return listing
+        return cls(known)
 
     async def listing(self) -> dict:
-        if self._listing is not None:
-            return self._listing
-        answer = await self.routes.request("GET", "/tools")
-        if answer.status != 200 or not isinstance(answer.payload, dict):
-            detail = answer.payload.get("detail") if isinstance(answer.payload, dict) else None
-            raise MCPError(INTERNAL_ERROR, f"GET /tools answered {answer.status}: {detail or 'no JSON body'}",
-                           answer.payload)
-        if self.remember:
-            self._listing = answer.payload
-        return answer.payload
+        return await self.read()
 
 
-def build_server(allowlist: Allowlist, listing: dict) -> Server:
-    """A server named after the active declaration in ``listing`` (its title and instructions)."""
+async def listing_over_routes(routes) -> dict:
+    """``GET /tools`` through ``routes``; a refusal is a JSON-RPC error naming the status."""
+    answer = await routes.request("GET", "/tools")
+    if answer.status != 200 or not isinstance(answer.payload, dict):
+        detail = answer.payload.get("detail") if isinstance(answer.payload, dict) else None
+        raise MCPError(INTERNAL_ERROR, f"GET /tools answered {answer.status}: {detail or 'no JSON body'}",
+                       answer.payload)
+    return answer.payload
+
+
+def build_server(allowlist: Allowlist, routes, listing: dict) -> Server:
+    """A server named after the active declaration in ``listing`` (its title and instructions)
+    whose tool calls go through ``routes``."""
     interface = listing.get("interface") or {}
 
     async def list_tools(ctx, params) -> types.ListToolsResult:
@@ -56,11 +63,15 @@ def build_server(allowlist: Allowlist, listing: dict) -> Server:
 
     async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
         current = await allowlist.listing()
-        return await tool_call(allowlist.routes, current, params.name, params.arguments)
+        return await tool_call(routes, current, params.name, params.arguments)
 
+    schemas = {tool["name"]: tool["input_schema"] for tool in listing["tools"]}
     name = interface.get("name", "memseek")
+    # get_tool_input_schema: the SDK checks Mcp-Param-* headers against it instead of running
+    # tools/list once more before each call.
     return Server(name, version=str(interface.get("version", SERVER_VERSION)), title=interface.get("title"),
-                  instructions=interface.get("instructions"), on_list_tools=list_tools, on_call_tool=call_tool)
+                  instructions=interface.get("instructions"), on_list_tools=list_tools, on_call_tool=call_tool,
+                  get_tool_input_schema=schemas.get)
 
 
 def _sdk_tool(tool: dict) -> types.Tool:

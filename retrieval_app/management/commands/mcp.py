@@ -7,13 +7,15 @@ exits without starting a session (exit status 1 when the API refuses).
 """
 from __future__ import annotations
 
+import functools
 import os
 
 import anyio
 from django.core.management.base import BaseCommand, CommandError
+from mcp.shared.exceptions import MCPError
 
 from retrieval_app.mcp.routes import HttpRoutes
-from retrieval_app.mcp.server import Allowlist, build_server
+from retrieval_app.mcp.server import Allowlist, build_server, listing_over_routes
 
 
 class Command(BaseCommand):
@@ -57,8 +59,8 @@ class Command(BaseCommand):
 
         routes = HttpRoutes(base_url=url, key=key)
         try:
-            allowlist = Allowlist(routes, remember=False)
-            server = build_server(allowlist, await _listing(routes))
+            allowlist = Allowlist(functools.partial(listing_over_routes, routes))
+            server = build_server(allowlist, routes, await _listing(routes))
             async with stdio_server() as (read, write):
                 await server.run(read, write, server.create_initialization_options())
         finally:
@@ -66,8 +68,7 @@ class Command(BaseCommand):
 
 
 async def _listing(routes: HttpRoutes) -> dict:
-    answer = await routes.request("GET", "/tools")
-    if answer.status != 200 or not isinstance(answer.payload, dict):
-        detail = answer.payload.get("detail") if isinstance(answer.payload, dict) else "no JSON body"
-        raise CommandError(f"GET /tools answered {answer.status}: {detail}")
-    return answer.payload
+    try:
+        return await listing_over_routes(routes)
+    except MCPError as error:
+        raise CommandError(error.message) from None
