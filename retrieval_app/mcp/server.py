@@ -1,5 +1,6 @@
 """The MCP server both transports run: an official-SDK ``Server`` whose ``tools/list`` and
-``tools/call`` handlers read ``GET /tools`` and call the tool's REST route through ``routes``.
+``tools/call`` handlers read the ``GET /tools`` payload (its selector in-process, the route over
+stdio) and call the tool's REST route through ``routes``.
 
 A tool call never reaches the database by itself: it becomes one request to the route its
 listing names (``request_for``), and the route's answer becomes the result, its JSON as text and
@@ -124,7 +125,7 @@ def request_for(tool: dict, arguments) -> tuple[str, str, dict | None, object]:
         return route["method"], route["path"], None, arguments
     if kind == "lookup":
         return route["method"], route["path"], _query(arguments), None
-    _only(arguments, tool["input_schema"]["properties"])
+    _only(arguments, tool["input_schema"].get("properties", {}))
     if kind == "record":
         record_id = arguments.get("id")
         if not isinstance(record_id, str):

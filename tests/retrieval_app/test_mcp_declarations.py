@@ -135,3 +135,14 @@ def test_a_new_version_replaces_the_active_one(tmp_path, workspace):
     catalog_load(workspace=workspace, directory=catalog_with(tmp_path / "two", (AGENT, declared({"version": 2}))))
     rows = Definition.objects.filter(workspace=workspace, family="mcp").order_by("version")
     assert [(row.version, row.active) for row in rows] == [(1, False), (2, True)]
+
+
+def test_activating_another_view_version_keeps_the_declaration_loadable(catalog, api):
+    """Activation re-validates every stored definition, the declaration too; its view tool then
+    names a version that is no longer active, which ``GET /tools`` shows and calls refuse."""
+    from catalog_app.services.activation import DefinitionActivation
+
+    DefinitionActivation(workspace=catalog, family="view", name="customer_context", version=2, actor="cli").execute()
+    tools = {tool["name"]: tool for tool in api.get("/tools").json()["tools"]}
+    assert tools["customer_context"]["binding"]["version"] == 1
+    assert tools["customer_context"]["binding"]["active"] is False
