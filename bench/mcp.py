@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -124,6 +125,7 @@ def run(args) -> dict:
                "TOUCH_ON_READ": "false"}
         items = queries()[:args.queries]
         server = Server(workers=1, env=env)
+        load_before = os.getloadavg()
         try:
             log(f"timing {args.iterations} x {len(items)} view calls per kind on 127.0.0.1:{server.port}")
             timings = anyio.run(measure, f"http://127.0.0.1:{server.port}", key, items, args.iterations)
@@ -131,7 +133,8 @@ def run(args) -> dict:
             server.stop()
         results = {"environment": environment(), "config": {
             "iterations": args.iterations, "queries": len(items), "view": f"{VIEW}@1", "revision": REVISION,
-            "gunicorn_workers": 1, "touch_on_read": False}}
+            "gunicorn_workers": 1, "touch_on_read": False},
+            "load_average": {"start": list(load_before), "end": list(os.getloadavg())}}
         connections["default"].close()
     for name in CALLS:
         results[name] = latency_summary(timings[name])
@@ -159,6 +162,9 @@ def markdown_report(results: dict) -> str:
                   else f"{results[f'ratio_p50_{name}']:.2f} | {results[f'ratio_p95_{name}']:.2f}")
         lines.append(f"| {labels[name]} | {s['p50_ms']:.1f} | {s['p95_ms']:.1f} | {s['p99_ms']:.1f} | "
                      f"{s['mean_ms']:.1f} | {ratios} |")
+    load = results["load_average"]
+    lines += ["", f"Load average (1, 5, 15 min) at the start {', '.join(f'{x:.1f}' for x in load['start'])}, at the end "
+              f"{', '.join(f'{x:.1f}' for x in load['end'])} ({results['environment']['machine']['cores']} cores)."]
     target = results["target"]
     lines += ["", f"Target: SDK tool call p50 at most {target['ratio_p50_mcp_sdk_max']}x the REST p50: "
               f"{'met' if target['met'] else 'not met'} ({results['ratio_p50_mcp_sdk']:.2f}x).", ""]
@@ -183,7 +189,5 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    import os
-
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memseek_site.settings")
     sys.exit(main())
