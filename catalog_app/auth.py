@@ -23,6 +23,10 @@ from memseek_site.errors import ApiError
 from .models import ApiKey, Workspace
 
 _CACHE_SIZE = 1024
+# WSGI environ key of a request this process builds for itself (the MCP server calling a route
+# for the caller of /mcp): ``(key, workspace)`` already resolved for that caller in the same
+# request. No HTTP client can set it: servers put headers only under ``HTTP_*``.
+IN_PROCESS_WORKSPACE = "memseek.workspace"
 _cache: "OrderedDict[str, tuple[float, int]]" = OrderedDict()
 _cache_lock = threading.Lock()
 
@@ -75,7 +79,11 @@ class WorkspaceKeyAuthentication(BaseAuthentication):
         parts = header.split()
         if len(parts) != 2 or parts[0].lower() != "bearer":
             raise ApiError("unauthorized", "Send 'Authorization: Bearer <workspace key>'.")
-        workspace = workspace_for_key(parts[1])
+        known = request.META.get(IN_PROCESS_WORKSPACE)
+        if known is not None and hmac.compare_digest(known[0], parts[1]):
+            workspace = known[1]
+        else:
+            workspace = workspace_for_key(parts[1])
         if workspace is None:
             raise ApiError("unauthorized", "The bearer key is not valid.")
         return (None, workspace)

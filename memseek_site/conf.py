@@ -55,6 +55,8 @@ DEFAULTS: dict[str, object] = {
     "PENDING_RECOVERY_AGE_S": 30,
     "PENDING_RECOVERY_INTERVAL_S": 10,
     "SCORER_TEXT_CHARS": 12_000,
+    # MCP: the browser origins allowed to call /mcp, comma-separated (requests without Origin pass)
+    "MCP_ALLOWED_ORIGINS": "",
     # Model providers (embeddings over HTTP, chat completions)
     "PROVIDER_TIMEOUT_S": 30,
 }

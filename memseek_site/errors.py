@@ -107,6 +107,10 @@ ERROR_STATUS: dict[str, int] = {
     "invalid_path": 422,
     "date_order": 422,
     "path_not_found": 404,
+    # MCP (POST /mcp, GET /tools): transport refusals and tool results
+    "origin_not_allowed": 403,
+    "tool_not_found": 404,
+    "tool_binding_inactive": 409,
     # Dependencies
     "database_unavailable": 503,
     "embedding_unavailable": 503,

@@ -8,5 +8,7 @@ class RetrievalAppConfig(AppConfig):
 
     def ready(self):
         from . import policy
+        from .mcp import declarations
 
         policy.register()
+        declarations.register()

@@ -4,6 +4,8 @@ from .api import EvaluateView, FeedbackView, ReceiptView, RetrieveView
 from .context_api import ContextView
 from .memory.api import (MemoryAroundView, MemoryGrepView, MemoryHistoryView, MemoryLatestView, MemoryLsView,
                          MemoryReadView)
+from .mcp.api import ToolListView
+from .mcp.http import McpView
 
 urlpatterns = [
     path("retrieve", RetrieveView.as_view(), name="retrieve"),
@@ -17,4 +19,6 @@ urlpatterns = [
     path("memory/read", MemoryReadView.as_view(), name="memory-read"),
     path("memory/ls", MemoryLsView.as_view(), name="memory-ls"),
     path("memory/history", MemoryHistoryView.as_view(), name="memory-history"),
+    path("tools", ToolListView.as_view(), name="tools"),
+    path("mcp", McpView.as_view(), name="mcp"),
 ]

@@ -218,6 +218,8 @@ BROKEN_CATALOGS = [
         ("collections/archive/notes.yaml", "", "file_path")),
     row("file-beside-conf-files", put("conf/extras.yaml", {"extras": []}), ("conf/extras.yaml", "", "file_path")),
     row("shape-top-key-not-collections", static("top_key_not_collections"), (NOTES, "", "shape")),
+    row("mcp-tool-bound-to-an-unloaded-view", static("mcp_unbound_view"), ("mcp/agent.yaml", "tools[0].view",
+                                                                          "reference")),
     row("shape-extra-top-key", put(NOTES, {"collections": [NOTES_BODY], "views": []}), (NOTES, "", "shape")),
     row("shape-top-level-list", put(NOTES, [NOTES_BODY]), (NOTES, "", "shape")),
     row("shape-empty-file", put(NOTES, ""), (NOTES, "", "shape")),

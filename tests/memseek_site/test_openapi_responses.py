@@ -71,6 +71,7 @@ COVERED = {
     ("POST", "/search"), ("GET", "/search"), ("GET", "/views"), ("POST", "/views/{name}/query"), ("GET", "/context"),
     ("POST", "/records/{id}/approve"), ("POST", "/records/{id}/reject"), ("POST", "/retrieve"),
     ("GET", "/receipts/{id}"), ("POST", "/receipts/{id}/feedback"), ("POST", "/evaluate"),
+    ("GET", "/tools"), ("POST", "/mcp"),  # checked in tests/retrieval_app/test_mcp_endpoint.py
 }
 COVERED |= {("GET", f"/memory/{route}") for route in ("grep", "latest", "around", "read", "ls", "history")}
 

@@ -20,6 +20,7 @@ BENCHMARKS = {
     "retrieve": "context retrieval benchmark",
     "lookups": "GET /memory/* lookup latency beside their raw SQL",
     "lexical": "exact BM25 top-k from the lexical index beside the full scan",
+    "mcp": "an MCP view tool call over Streamable HTTP beside the same REST call",
 }
 
 

@@ -1,0 +1,137 @@
+"""``POST /mcp``: Streamable HTTP inside the ordinary (WSGI) API processes.
+
+Stateless by construction: each request builds the SDK's server for the caller's workspace and
+serves exactly that request through the SDK's own Streamable HTTP handling (protocol revision
+2026-07-28 without handshake or session id; earlier revisions such as 2025-11-25 through the
+SDK's stateless handshake path), JSON responses only, so any process behind any load balancer
+answers any request.
+
+Before the SDK sees a byte, the REST rules apply, each answered in the error envelope: an
+``Origin`` header outside ``MCP_ALLOWED_ORIGINS`` is ``403 origin_not_allowed`` (clients that are
+not browsers send none), the bearer key is the REST API's (``401 unauthorized`` unless it names
+a workspace), and the body obeys the strict JSON rules and ``MAX_BODY_BYTES`` of every REST body.
+A method other than POST is ``405 method_not_allowed``.
+"""
+from __future__ import annotations
+
+import anyio
+from django.http import HttpResponse
+from drf_spectacular.utils import OpenApiExample, extend_schema, inline_serializer
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from rest_framework import serializers
+from rest_framework.views import APIView
+
+from catalog_app.api.schema import ErrorSerializer
+from memseek_site.conf import memseek_setting
+from memseek_site.errors import ApiError
+from memseek_site.json_body import decode_json_body
+
+from .listing import tools_list
+from .loop import run_here
+from .routes import InProcessRoutes
+from .server import Allowlist, build_server
+
+_JsonRpc = inline_serializer("JsonRpcMessage", {
+    "jsonrpc": serializers.CharField(), "id": serializers.JSONField(required=False),
+    "method": serializers.CharField(required=False), "params": serializers.JSONField(required=False),
+    "result": serializers.JSONField(required=False), "error": serializers.JSONField(required=False)})
+
+
+class McpView(APIView):
+    """The JSON-RPC body is read raw (no DRF parser), after the origin and bearer checks."""
+
+    parser_classes = ()
+
+    def initial(self, request, *args, **kwargs):
+        check_origin(request.META.get("HTTP_ORIGIN"))  # before authentication: a refused page learns nothing
+        super().initial(request, *args, **kwargs)
+
+    @extend_schema(
+        summary="MCP over Streamable HTTP: one JSON-RPC request per POST (tools/list, tools/call, ...)",
+        request=_JsonRpc, responses={200: _JsonRpc, 202: None, 400: _JsonRpc, 401: ErrorSerializer,
+                                     403: ErrorSerializer, 413: ErrorSerializer, 422: ErrorSerializer},
+        examples=[OpenApiExample("List the tools", request_only=True, value={
+            "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28"}}})])
+    def post(self, request):
+        body = _body(request._request)
+        key = request.META["HTTP_AUTHORIZATION"].split()[1]
+        # GET /tools's own selector for the workspace the bearer named, read once for this request.
+        listing = tools_list(workspace=request.auth)
+        status, headers, content = run_here(_serve, key, request.auth, request.get_host(), request.scheme,
+                                            listing, _asgi_scope(request._request), body)
+        response = HttpResponse(content, status=status)
+        for name, value in headers:
+            if name.lower() not in ("content-length", "connection"):
+                response[name] = value
+        return response
+
+
+def allowed_origins() -> frozenset[str]:
+    return frozenset(origin.strip() for origin in memseek_setting("MCP_ALLOWED_ORIGINS").split(",") if origin.strip())
+
+
+def check_origin(origin: str | None) -> None:
+    if origin is not None and origin not in allowed_origins():
+        raise ApiError("origin_not_allowed", f"Origin {origin!r} may not call /mcp; an operator lists the origins "
+                       "browser-based hosts call from in MCP_ALLOWED_ORIGINS.")
+
+
+def _body(request) -> bytes:
+    limit = memseek_setting("MAX_BODY_BYTES")
+    declared = request.META.get("CONTENT_LENGTH") or "0"
+    if declared.isdigit() and int(declared) > limit:
+        raise ApiError("body_too_large", f"The body is {declared} bytes; at most {limit} bytes are accepted "
+                                         "(MAX_BODY_BYTES).")
+    raw = request.read(limit + 1)
+    if len(raw) > limit:
+        raise ApiError("body_too_large", f"The body is larger than {limit} bytes (MAX_BODY_BYTES).")
+    decode_json_body(raw)  # the REST body rules: syntax, depth, duplicate keys, NUL, ranges
+    return raw
+
+
+def _asgi_scope(request) -> dict:
+    headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in request.headers.items()
+               if name.lower() not in ("authorization", "cookie")]
+    host, _, port = request.get_host().partition(":")
+    return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": request.method,
+            "scheme": request.scheme, "path": request.path, "raw_path": request.path.encode("latin-1"),
+            "query_string": request.META.get("QUERY_STRING", "").encode("latin-1"), "root_path": "",
+            "headers": headers, "client": (request.META.get("REMOTE_ADDR", ""), 0),
+            "server": (host, int(port) if port.isdigit() else 80)}
+
+
+async def _serve(request_thread, key: str, workspace, host: str, scheme: str, listing: dict, scope: dict,
+                 body: bytes) -> tuple[int, list, bytes]:
+    routes = InProcessRoutes(key=key, workspace=workspace, host=host, scheme=scheme,
+                             request_thread=request_thread)
+    allowlist = Allowlist.of(listing)
+    server = build_server(allowlist, routes, listing)
+    manager = StreamableHTTPSessionManager(server, json_response=True, stateless=True,
+                                           max_request_body_size=memseek_setting("MAX_BODY_BYTES"))
+    answered = anyio.Event()
+    delivered = False
+    start: dict = {}
+    chunks: list[bytes] = []
+
+    async def receive():
+        nonlocal delivered
+        if not delivered:
+            delivered = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await answered.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message):
+        if message["type"] == "http.response.start":
+            start.update(message)
+        elif message["type"] == "http.response.body":
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                answered.set()
+
+    async with manager.run():
+        await manager.handle_request(scope, receive, send)
+    answered.set()
+    headers = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in start.get("headers", [])]
+    return start.get("status", 500), headers, b"".join(chunks)

@@ -1,0 +1,163 @@
+"""The MCP server both transports run: an official-SDK ``Server`` whose ``tools/list`` and
+``tools/call`` handlers read the ``GET /tools`` payload (its selector in-process, the route over
+stdio) and call the tool's REST route through ``routes``.
+
+A tool call never reaches the database by itself: it becomes one request to the route its
+listing names (``request_for``), and the route's answer becomes the result, its JSON as text and
+as ``structuredContent``. An HTTP error becomes a result with ``isError: true`` carrying the
+error envelope (``error``, ``detail``, ``path``) and the status. A tool missing from the current
+listing fails (``tool_not_found``) even when the client cached an older list.
+"""
+from __future__ import annotations
+
+import json
+from urllib.parse import quote
+
+import mcp_types as types
+from mcp.server.lowlevel.server import Server
+from mcp.shared.exceptions import MCPError
+
+from memseek_site.errors import ApiError
+
+from .listing import INGEST_FIELDS
+
+INTERNAL_ERROR = -32603
+SERVER_VERSION = "memseek"
+
+
+class Allowlist:
+    """The current ``GET /tools`` payload: ``read`` (an async callable) reads it at every use, as
+    a stdio session living across catalog loads needs; ``Allowlist.of(listing)`` is one read
+    already made, for the single message one HTTP request to ``/mcp`` carries."""
+
+    def __init__(self, read):
+        self.read = read
+
+    @classmethod
+    def of(cls, listing: dict) -> Allowlist:
+        async def known() -> dict:
+            return listing
+        return cls(known)
+
+    async def listing(self) -> dict:
+        return await self.read()
+
+
+async def listing_over_routes(routes) -> dict:
+    """``GET /tools`` through ``routes``; a refusal is a JSON-RPC error naming the status."""
+    answer = await routes.request("GET", "/tools")
+    if answer.status != 200 or not isinstance(answer.payload, dict):
+        detail = answer.payload.get("detail") if isinstance(answer.payload, dict) else None
+        raise MCPError(INTERNAL_ERROR, f"GET /tools answered {answer.status}: {detail or 'no JSON body'}",
+                       answer.payload)
+    return answer.payload
+
+
+def build_server(allowlist: Allowlist, routes, listing: dict) -> Server:
+    """A server named after the active declaration in ``listing`` (its title and instructions)
+    whose tool calls go through ``routes``."""
+    interface = listing.get("interface") or {}
+
+    async def list_tools(ctx, params) -> types.ListToolsResult:
+        current = await allowlist.listing()
+        return types.ListToolsResult(tools=[_sdk_tool(tool) for tool in current["tools"]])
+
+    async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        current = await allowlist.listing()
+        return await tool_call(routes, current, params.name, params.arguments)
+
+    schemas = {tool["name"]: tool["input_schema"] for tool in listing["tools"]}
+    name = interface.get("name", "memseek")
+    # get_tool_input_schema: the SDK checks Mcp-Param-* headers against it instead of running
+    # tools/list once more before each call.
+    return Server(name, version=str(interface.get("version", SERVER_VERSION)), title=interface.get("title"),
+                  instructions=interface.get("instructions"), on_list_tools=list_tools, on_call_tool=call_tool,
+                  get_tool_input_schema=schemas.get)
+
+
+def _sdk_tool(tool: dict) -> types.Tool:
+    return types.Tool(name=tool["name"], title=tool["title"], description=tool["description"],
+                      input_schema=tool["input_schema"], output_schema=tool["output_schema"],
+                      annotations=types.ToolAnnotations(
+                          title=tool["title"], read_only_hint=tool["annotations"]["readOnlyHint"],
+                          idempotent_hint=tool["annotations"]["idempotentHint"],
+                          destructive_hint=tool["annotations"]["destructiveHint"],
+                          open_world_hint=tool["annotations"]["openWorldHint"]))
+
+
+async def tool_call(routes, listing: dict, name: str, arguments) -> types.CallToolResult:
+    """Call tool ``name`` of ``listing`` with ``arguments`` through ``routes``."""
+    tool = next((tool for tool in listing["tools"] if tool["name"] == name), None)
+    try:
+        if tool is None:
+            raise ApiError("tool_not_found", f"No tool named {name!r} in the active MCP declaration; list the tools "
+                           "again.", "name")
+        binding = tool["binding"]
+        if binding["kind"] == "view" and not binding["active"]:
+            raise ApiError("tool_binding_inactive", f"The tool is bound to view {binding['name']}@{binding['version']}"
+                           ", which is no longer the active version; publish a new MCP declaration version.", "name")
+        method, path, query, body = request_for(tool, arguments if arguments is not None else {})
+    except ApiError as error:
+        return error_result(error.envelope(), error.status)
+    answer = await routes.request(method, path, query=query, body=body)
+    if answer.status >= 400 or not isinstance(answer.payload, dict):
+        envelope = answer.payload if isinstance(answer.payload, dict) and "error" in answer.payload else {
+            "error": "internal_error", "detail": f"{method} {path} answered {answer.status} without a JSON object."}
+        return error_result(envelope, answer.status)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=_json(answer.payload))],
+                                structured_content=answer.payload)
+
+
+def error_result(envelope: dict, status: int) -> types.CallToolResult:
+    """A failed call: the error envelope (plus the HTTP ``status``) as text and structured content."""
+    carried = {**envelope, "status": status}
+    return types.CallToolResult(content=[types.TextContent(type="text", text=_json(carried))],
+                                structured_content=carried, is_error=True)
+
+
+def request_for(tool: dict, arguments) -> tuple[str, str, dict | None, object]:
+    """The REST request (method, path, query, body) a call of ``tool`` with ``arguments`` makes.
+    Raises ``ApiError`` (``request_schema``) for arguments the route cannot take from a tool."""
+    if not isinstance(arguments, dict):
+        raise ApiError("request_schema", "arguments must be a JSON object", "arguments")
+    kind, route = tool["kind"], tool["route"]
+    if kind in ("view", "retrieve", "brief"):
+        return route["method"], route["path"], None, arguments
+    if kind == "lookup":
+        return route["method"], route["path"], _query(arguments), None
+    _only(arguments, tool["input_schema"].get("properties", {}))
+    if kind == "record":
+        record_id = arguments.get("id")
+        if not isinstance(record_id, str):
+            raise ApiError("request_schema", "id: the record id, a UUID string, is required", "id")
+        return "GET", "/records/" + quote(record_id, safe=""), None, None
+    binding = tool["binding"]
+    record = {key: arguments[key] for key in INGEST_FIELDS if key in arguments}
+    record.update(collection=binding["name"], collection_version=binding["version"])
+    return "POST", "/records", None, {"records": [record]}
+
+
+def _only(arguments: dict, allowed) -> None:
+    for key in arguments:
+        if key not in allowed:
+            raise ApiError("request_schema", f"{key}: not an argument of this tool; it takes {', '.join(allowed)}",
+                           key)
+
+
+def _query(arguments: dict) -> dict[str, str]:
+    """Arguments as query parameters: booleans as true/false, lists comma-separated."""
+    query = {}
+    for key, value in arguments.items():
+        if isinstance(value, list) and all(isinstance(item, (str, int, float)) for item in value):
+            value = ",".join(str(item) for item in value)
+        elif isinstance(value, bool):
+            value = "true" if value else "false"
+        elif not isinstance(value, (str, int, float)):
+            raise ApiError("request_schema", f"{key}: a lookup argument is a string, number, boolean or list of "
+                           "them", key)
+        query[key] = str(value)
+    return query
+
+
+def _json(value) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))

@@ -1,0 +1,38 @@
+"""Smoke test of ``bench/mcp.py`` through ``manage.py bench mcp``: one pass over two queries in
+a throwaway database; checks what the run writes (each kind's latency beside the REST baseline
+as a finite positive ratio, the target, the environment), never the figures."""
+import json
+import math
+import uuid
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+
+pytestmark = [pytest.mark.model, pytest.mark.django_db(transaction=True)]
+
+
+def positive(value) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+
+
+def test_bench_mcp_writes_each_call_beside_the_rest_call(tmp_path, monkeypatch):
+    monkeypatch.setenv("BENCH_PROGRESS", "0")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    database = f"memseek_smoke_mcp_{uuid.uuid4().hex[:10]}"
+    test_database = connection.settings_dict["NAME"]
+    call_command("bench", "mcp", "--iterations", "1", "--queries", "2", "--out", str(tmp_path),
+                 "--database", database, "--drop")
+    assert connection.settings_dict["NAME"] == test_database
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database])
+        assert cursor.fetchone() is None
+    results = json.loads((tmp_path / "mcp.json").read_text())
+    for name in ("rest", "mcp_sdk", "mcp_http"):
+        assert results[name]["n"] == 2 and positive(results[name]["p50_ms"]) and positive(results[name]["p95_ms"])
+    for ratio in ("ratio_p50_mcp_sdk", "ratio_p95_mcp_sdk", "ratio_p50_mcp_http", "ratio_p95_mcp_http"):
+        assert positive(results[ratio])
+    assert results["target"]["ratio_p50_mcp_sdk_max"] == 1.2
+    assert results["target"]["met"] is (results["ratio_p50_mcp_sdk"] <= 1.2)
+    assert results["environment"]["machine"]["cores"] and results["config"]["queries"] == 2
+    assert "÷ rest (p50)" in (tmp_path / "mcp.md").read_text()

@@ -1,0 +1,86 @@
+"""A live Memseek for the MCP transport tests: a scratch database prepared by ``manage.py
+quickstart --no-serve`` (the example catalog, with its ``mcp/agent.yaml``, and sample records in
+workspace ``demo``), a second workspace ``other`` with a declaration of its own, and gunicorn
+serving both on a free loopback port."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+import pytest
+import yaml
+from django.db import connection
+
+from bench.processes import Server, database_url
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "fixtures" / "catalogs" / "example"
+OTHER_DECLARATION = {
+    "name": "other", "version": 1, "active": True, "title": "Other tools", "instructions": "Only records.",
+    "tools": [{"name": "open_record", "kind": "record", "description": "Open one record."},
+              {"name": "search_memory", "kind": "retrieve", "description": "Recall."}]}
+
+
+@dataclass
+class Live:
+    server: Server
+    env: dict
+    demo_key: str
+    other_key: str
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.port}"
+
+    def manage(self, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env={**self.env, **(env or {})},
+                              capture_output=True, text=True, timeout=600)
+
+    def load_other(self, tmp: Path, declaration: dict) -> None:
+        """Load the example catalog with ``declaration`` as its ``mcp/agent.yaml`` into ``other``."""
+        directory = tmp / f"catalog-{uuid.uuid4().hex[:8]}"
+        shutil.copytree(EXAMPLE, directory)
+        (directory / "mcp" / "agent.yaml").write_text(yaml.safe_dump(declaration, sort_keys=False))
+        done = self.manage("load_catalog", "--workspace", "other", str(directory))
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _admin() -> dict:
+    settings = connection.settings_dict
+    return {key: value for key, value in (("host", settings["HOST"]), ("port", settings["PORT"]),
+                                          ("user", settings["USER"]), ("password", settings["PASSWORD"])) if value}
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    name = f"mcp_live_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(dbname="postgres", autocommit=True, **_admin()) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    env = {key: value for key, value in os.environ.items() if key != "CELERY_BROKER_URL"}
+    env.update(DATABASE_URL=database_url({**connection.settings_dict, "NAME": name}), OMP_NUM_THREADS="1")
+    server = None
+    try:
+        prepared = subprocess.run([sys.executable, "manage.py", "quickstart", "--no-serve"], cwd=ROOT, env=env,
+                                  capture_output=True, text=True, timeout=600)
+        assert prepared.returncode == 0, prepared.stdout + prepared.stderr
+        demo_key = re.search(r"API key \(shown once\):\s+(\S+)", prepared.stdout).group(1)
+        created = subprocess.run([sys.executable, "manage.py", "create_workspace", "other"], cwd=ROOT, env=env,
+                                 capture_output=True, text=True, timeout=120)
+        assert created.returncode == 0, created.stdout + created.stderr
+        other_key = created.stdout.split()[-1]
+        server = Server(workers=1, env=env)
+        service = Live(server, env, demo_key, other_key)
+        service.load_other(tmp_path_factory.mktemp("other"), OTHER_DECLARATION)
+        yield service
+    finally:
+        if server is not None:
+            server.stop()
+        with psycopg.connect(dbname="postgres", autocommit=True, **_admin()) as conn:
+            conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
