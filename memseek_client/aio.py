@@ -1,0 +1,79 @@
+"""``AsyncMemseekClient``: the asyncio client; the same methods, each returning an awaitable."""
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import httpx
+
+from ._core import ClientCore, finish, transport_failure
+from .models import DocumentVersion, LexicalResponse, TimelineRow
+from .routes import Call, Routes
+
+
+class AsyncMemseekClient(ClientCore, Routes):
+    """Asynchronous client on ``httpx.AsyncClient``; ``async with`` it or ``await aclose()``."""
+
+    def __init__(self, base_url: str, api_key: str | None = None, *,
+                 transport: httpx.AsyncBaseTransport | None = None,
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, **options):
+        super().__init__(base_url, api_key, **options)
+        self._sleep = sleep
+        self._http = httpx.AsyncClient(base_url=self.base_url, headers=self._headers, timeout=self._timeout,
+                                       transport=transport)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncMemseekClient:
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        await self.aclose()
+
+    async def _execute(self, call: Call):
+        args = self._request_args(call)
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                response = await self._http.request(**args)
+            except httpx.TransportError as error:
+                delay = self._retry_delay_after_error(error, call.method, attempt)
+                if delay is None:
+                    raise transport_failure(error, call) from error
+            else:
+                delay = self._retry_delay_after_response(response, attempt)
+                if delay is None:
+                    return finish(call, response)
+            await self._sleep(delay)
+
+    async def iter_timeline(self, entity: str, **filters) -> AsyncIterator[TimelineRow]:
+        """Every record of ``timeline(entity, **filters)``, newest first, page after page."""
+        while True:
+            page = await self.timeline(entity, **filters)
+            for row in page.records:
+                yield row
+            if page.next_before_seq is None:
+                return
+            filters["before_seq"] = page.next_before_seq
+
+    async def iter_document_history(self, entity: str, collection: str, key: str,
+                                    **options) -> AsyncIterator[DocumentVersion]:
+        """Every version of one fact, page after page."""
+        while True:
+            page = await self.document_history(entity, collection, key, **options)
+            for version in page.versions:
+                yield version
+            if page.next_before_seq is None:
+                return
+            options["before_seq"] = page.next_before_seq
+
+    async def iter_lexical_pages(self, text: str, **query) -> AsyncIterator[LexicalResponse]:
+        """Each page of a lexical scan, following ``next_after`` until the scope is scanned."""
+        while True:
+            response = await self.lexical_search(text, **query)
+            yield response
+            if response.page.next_after is None:
+                return
+            query["after"] = response.page.next_after
