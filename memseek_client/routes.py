@@ -52,6 +52,10 @@ class Routes:
         """``GET /health`` (no key needed) → ``Health``. A 503 raises ``Unavailable``."""
         return self._execute(Call("GET", "/health", m.Health))
 
+    def openapi(self):
+        """``GET /api/schema/``: the server's OpenAPI document, as plain JSON."""
+        return self._execute(Call("GET", "/api/schema/", None, params={"format": "json"}))
+
     # --- records ---------------------------------------------------------------------------
 
     def write_records(self, records: Sequence[m.RecordInput | Mapping[str, Any]]):
