@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import httpx
 
 from ._core import ClientCore, finish, transport_failure
-from .models import DocumentVersion, LexicalResponse, TimelineRow
+from .models import DocumentVersion, LexicalResponse, MemoryHit, MemoryLsEntry, MemoryVersion, TimelineRow
 from .routes import Call, Routes
 
 
@@ -48,26 +48,44 @@ class AsyncMemseekClient(ClientCore, Routes):
                     return finish(call, response)
             await self._sleep(delay)
 
-    async def iter_timeline(self, entity: str, **filters) -> AsyncIterator[TimelineRow]:
-        """Every record of ``timeline(entity, **filters)``, newest first, page after page."""
-        while True:
-            page = await self.timeline(entity, **filters)
-            for row in page.records:
-                yield row
-            if page.next_before_seq is None:
-                return
-            filters["before_seq"] = page.next_before_seq
+    # --- iterators: each follows the route's own cursor until the server says there is no more
 
-    async def iter_document_history(self, entity: str, collection: str, key: str,
-                                    **options) -> AsyncIterator[DocumentVersion]:
-        """Every version of one fact, page after page."""
+    async def _walk(self, fetch, items: str, next_member: str, cursor_param: str, args: tuple,
+                    options: dict) -> AsyncIterator:
         while True:
-            page = await self.document_history(entity, collection, key, **options)
-            for version in page.versions:
-                yield version
-            if page.next_before_seq is None:
+            page = await fetch(*args, **options)
+            for item in getattr(page, items):
+                yield item
+            cursor = getattr(page, next_member)
+            if cursor is None:
                 return
-            options["before_seq"] = page.next_before_seq
+            options = {**options, cursor_param: cursor}
+
+    def iter_timeline(self, entity: str, **filters) -> AsyncIterator[TimelineRow]:
+        """Every record of ``timeline(entity, **filters)``, newest first."""
+        return self._walk(self.timeline, "records", "next_before_seq", "before_seq", (entity,), filters)
+
+    def iter_document_history(self, entity: str, collection: str, key: str,
+                              **options) -> AsyncIterator[DocumentVersion]:
+        """Every version of one fact."""
+        return self._walk(self.document_history, "versions", "next_before_seq", "before_seq",
+                          (entity, collection, key), options)
+
+    def iter_memory_grep(self, q: str, **options) -> AsyncIterator[MemoryHit]:
+        """Every passage ``memory_grep(q, **options)`` finds, newest first."""
+        return self._walk(self.memory_grep, "hits", "next_cursor", "cursor", (q,), options)
+
+    def iter_memory_latest(self, **options) -> AsyncIterator[MemoryHit]:
+        """Every passage ``memory_latest(**options)`` lists, newest first."""
+        return self._walk(self.memory_latest, "hits", "next_cursor", "cursor", (), options)
+
+    def iter_memory_ls(self, path: str | None = None, **options) -> AsyncIterator[MemoryLsEntry]:
+        """Every entry under ``path``."""
+        return self._walk(self.memory_ls, "entries", "next_cursor", "cursor", (path,), options)
+
+    def iter_memory_history(self, path: str, **options) -> AsyncIterator[MemoryVersion]:
+        """Every version of one fact, oldest first."""
+        return self._walk(self.memory_history, "versions", "next_cursor", "cursor", (path,), options)
 
     async def iter_lexical_pages(self, text: str, **query) -> AsyncIterator[LexicalResponse]:
         """Each page of a lexical scan, following ``next_after`` until the scope is scanned."""
@@ -76,4 +94,4 @@ class AsyncMemseekClient(ClientCore, Routes):
             yield response
             if response.page.next_after is None:
                 return
-            query["after"] = response.page.next_after
+            query = {**query, "after": response.page.next_after}

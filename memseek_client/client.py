@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 import httpx
 
 from ._core import ClientCore, finish, transport_failure
-from .models import DocumentVersion, LexicalResponse, TimelineRow
+from .models import DocumentVersion, LexicalResponse, MemoryHit, MemoryLsEntry, MemoryVersion, TimelineRow
 from .routes import Call, Routes
 
 
@@ -51,26 +51,42 @@ class MemseekClient(ClientCore, Routes):
                     return finish(call, response)
             self._sleep(delay)
 
-    # --- iterators -------------------------------------------------------------------------
+    # --- iterators: each follows the route's own cursor until the server says there is no more
+
+    def _walk(self, fetch, items: str, next_member: str, cursor_param: str, args: tuple, options: dict) -> Iterator:
+        while True:
+            page = fetch(*args, **options)
+            yield from getattr(page, items)
+            cursor = getattr(page, next_member)
+            if cursor is None:
+                return
+            options = {**options, cursor_param: cursor}
 
     def iter_timeline(self, entity: str, **filters) -> Iterator[TimelineRow]:
-        """Every record of ``timeline(entity, **filters)``, newest first, page after page
-        (``before_seq`` follows ``next_before_seq``)."""
-        while True:
-            page = self.timeline(entity, **filters)
-            yield from page.records
-            if page.next_before_seq is None:
-                return
-            filters["before_seq"] = page.next_before_seq
+        """Every record of ``timeline(entity, **filters)``, newest first (``before_seq``
+        follows ``next_before_seq``)."""
+        return self._walk(self.timeline, "records", "next_before_seq", "before_seq", (entity,), filters)
 
     def iter_document_history(self, entity: str, collection: str, key: str, **options) -> Iterator[DocumentVersion]:
-        """Every version of one fact, page after page."""
-        while True:
-            page = self.document_history(entity, collection, key, **options)
-            yield from page.versions
-            if page.next_before_seq is None:
-                return
-            options["before_seq"] = page.next_before_seq
+        """Every version of one fact."""
+        return self._walk(self.document_history, "versions", "next_before_seq", "before_seq",
+                          (entity, collection, key), options)
+
+    def iter_memory_grep(self, q: str, **options) -> Iterator[MemoryHit]:
+        """Every passage ``memory_grep(q, **options)`` finds, newest first."""
+        return self._walk(self.memory_grep, "hits", "next_cursor", "cursor", (q,), options)
+
+    def iter_memory_latest(self, **options) -> Iterator[MemoryHit]:
+        """Every passage ``memory_latest(**options)`` lists, newest first."""
+        return self._walk(self.memory_latest, "hits", "next_cursor", "cursor", (), options)
+
+    def iter_memory_ls(self, path: str | None = None, **options) -> Iterator[MemoryLsEntry]:
+        """Every entry under ``path``."""
+        return self._walk(self.memory_ls, "entries", "next_cursor", "cursor", (path,), options)
+
+    def iter_memory_history(self, path: str, **options) -> Iterator[MemoryVersion]:
+        """Every version of one fact, oldest first."""
+        return self._walk(self.memory_history, "versions", "next_cursor", "cursor", (path,), options)
 
     def iter_lexical_pages(self, text: str, **query) -> Iterator[LexicalResponse]:
         """Each page of a lexical scan, following ``next_after`` until the scope is scanned.
@@ -80,4 +96,4 @@ class MemseekClient(ClientCore, Routes):
             yield response
             if response.page.next_after is None:
                 return
-            query["after"] = response.page.next_after
+            query = {**query, "after": response.page.next_after}

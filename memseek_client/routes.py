@@ -14,7 +14,6 @@ from typing import Any
 from urllib.parse import quote
 
 from . import models as m
-from .models.memory import LexicalResponse
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +137,7 @@ class Routes:
         ``LexicalResponse``. ``after`` continues from a previous page's ``next_after``."""
         query = {"text": text, **_drop_none(limit=limit, scan_limit=scan_limit, scan_bytes_limit=scan_bytes_limit,
                                             type=type, tag=tag), "after": after}
-        return self._execute(Call("POST", "/search/lexical", LexicalResponse, body={
+        return self._execute(Call("POST", "/search/lexical", m.LexicalResponse, body={
             "contract_version": 1, "mode": "lexical", "scope": dict(scope or {}), "query": query}))
 
     # --- context and retrieval -------------------------------------------------------------
@@ -188,3 +187,40 @@ class Routes:
         """``POST /memory/search``: the brief (no ``scope``, no ``after``) or the ranked list → ``Brief``."""
         return self._execute(Call("POST", "/memory/search", m.Brief, body=_drop_none(
             query=query, entity=entity, scope=scope, before=_when(before), after=_when(after))))
+
+    def memory_grep(self, q: str, *, path: str | None = None, entity: str | None = None,
+                    before: date | datetime | str | None = None, after: date | datetime | str | None = None,
+                    limit: int | None = None, cursor: str | None = None):
+        """``GET /memory/grep``: passages containing an exact phrase, id or error code (case
+        ignored), newest first → ``MemoryGrep``; ``cursor`` continues from ``next_cursor``."""
+        return self._execute(Call("GET", "/memory/grep", m.MemoryGrep, params=_drop_none(
+            q=q, path=path, entity=entity, before=_when(before), after=_when(after), limit=limit, cursor=cursor)))
+
+    def memory_latest(self, *, path: str | None = None, entity: str | None = None,
+                      before: date | datetime | str | None = None, after: date | datetime | str | None = None,
+                      limit: int | None = None, cursor: str | None = None):
+        """``GET /memory/latest``: the newest passages under a path, or those between two dates
+        → ``MemoryLatest``."""
+        return self._execute(Call("GET", "/memory/latest", m.MemoryLatest, params=_drop_none(
+            path=path, entity=entity, before=_when(before), after=_when(after), limit=limit, cursor=cursor)))
+
+    def memory_around(self, path: str, *, before: int | None = None, after: int | None = None):
+        """``GET /memory/around``: the passages either side of one, in the same conversation →
+        ``MemoryAround``."""
+        return self._execute(Call("GET", "/memory/around", m.MemoryAround,
+                                  params=_drop_none(path=path, before=before, after=after)))
+
+    def memory_read(self, path: str):
+        """``GET /memory/read``: one passage or fact, whole, by path → ``MemoryRead``."""
+        return self._execute(Call("GET", "/memory/read", m.MemoryRead, params={"path": path}))
+
+    def memory_ls(self, path: str | None = None, *, limit: int | None = None, cursor: str | None = None):
+        """``GET /memory/ls``: what exists under a path, with counts → ``MemoryLs``."""
+        return self._execute(Call("GET", "/memory/ls", m.MemoryLs,
+                                  params=_drop_none(path=path, limit=limit, cursor=cursor)))
+
+    def memory_history(self, path: str, *, limit: int | None = None, cursor: str | None = None):
+        """``GET /memory/history``: every value of one fact (``facts/<collection>/<entity>/<key>``),
+        oldest first → ``MemoryHistory``."""
+        return self._execute(Call("GET", "/memory/history", m.MemoryHistory,
+                                  params=_drop_none(path=path, limit=limit, cursor=cursor)))

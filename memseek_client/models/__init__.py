@@ -2,7 +2,9 @@
 OpenAPI document's component schemas member for member (tests/memseek_client/test_models.py
 compares them). JSON objects the API leaves open (view hits, rank grammar, compilation traces)
 stay plain JSON values."""
-from .memory import (Brief, LexicalHit, LexicalPage, LexicalResponse, LexicalTiming, MemoryHit)
+from .lexical import LexicalHit, LexicalPage, LexicalResponse, LexicalTiming
+from .memory import (Brief, MemoryAround, MemoryFact, MemoryFactSource, MemoryGrep, MemoryHistory, MemoryHit, MemoryKnown,
+                     MemoryLatest, MemoryLs, MemoryLsEntry, MemoryRead, MemoryVersion, MemoryWorkedOut)
 from .reads import (CollectionContract, CollectionField, CollectionList, Document, DocumentBelief, DocumentHistory,
                     DocumentRetraction, DocumentVersion, Health, TimelinePage, TimelineRow)
 from .records import IngestOutcome, IngestResult, Record, RecordInput, ReviewRecord, ReviewResult
@@ -14,7 +16,9 @@ __all__ = [
     "Brief", "CollectionContract", "CollectionField", "CollectionList", "ContextComponents", "ContextResponse",
     "ContextSection", "Document", "DocumentBelief", "DocumentHistory", "DocumentRetraction", "DocumentVersion",
     "Evaluation", "Feedback", "Health", "IngestOutcome", "IngestResult", "LexicalHit", "LexicalPage",
-    "LexicalResponse", "LexicalTiming", "MemoryContext", "MemoryContextSections", "MemoryHit", "RankSchema",
+    "LexicalResponse", "LexicalTiming", "MemoryAround", "MemoryContext", "MemoryContextSections", "MemoryFact",
+    "MemoryFactSource", "MemoryGrep", "MemoryHistory", "MemoryHit", "MemoryKnown", "MemoryLatest", "MemoryLs",
+    "MemoryLsEntry", "MemoryRead", "MemoryVersion", "MemoryWorkedOut", "RankSchema",
     "Receipt", "Record", "RecordInput", "RetrievedEntry", "ReviewRecord", "ReviewResult", "SearchHit",
     "SearchResponse", "TimelinePage", "TimelineRow", "ViewList", "ViewQueryResult",
 ]

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 MODEL = dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,3 +73,6 @@ class RankSchema:
     profiles: Any
     bindings: Any
     backends: Any
+    # The ranking catalog (``bm25_v1``: k1, b, formulas, scan ceilings, retrieval slots) of a
+    # server with lexical search; older servers do not send it.
+    ranking: Any = field(default=None, metadata={"newer": True})
