@@ -3,8 +3,8 @@ OpenAPI document's component schemas member for member (tests/memseek_client/tes
 compares them). JSON objects the API leaves open (view hits, rank grammar, compilation traces)
 stay plain JSON values."""
 from .lexical import LexicalHit, LexicalPage, LexicalResponse, LexicalTiming
-from .memory import (Brief, MemoryAround, MemoryFact, MemoryFactSource, MemoryGrep, MemoryHistory, MemoryHit, MemoryKnown,
-                     MemoryLatest, MemoryLs, MemoryLsEntry, MemoryRead, MemoryVersion, MemoryWorkedOut)
+from .memory import (Brief, MemoryAround, MemoryFact, MemoryFactSource, MemoryGrep, MemoryHistory, MemoryHit,
+                     MemoryKnown, MemoryLatest, MemoryLs, MemoryLsEntry, MemoryRead, MemoryVersion, MemoryWorkedOut)
 from .reads import (CollectionContract, CollectionField, CollectionList, Document, DocumentBelief, DocumentHistory,
                     DocumentRetraction, DocumentVersion, Health, TimelinePage, TimelineRow)
 from .records import IngestOutcome, IngestResult, Record, RecordInput, ReviewRecord, ReviewResult

@@ -32,7 +32,8 @@ def _record(**fields) -> RecordInput:
 
 
 CASES = [
-    ("bad key", lambda c: MemseekClient(c.base_url, "not-a-key").collections(), Unauthorized, 401, "unauthorized", None),
+    ("bad key", lambda c: MemseekClient(c.base_url, "not-a-key").collections(), Unauthorized, 401, "unauthorized",
+     None),
     ("no key", lambda c: MemseekClient(c.base_url).collections(), Unauthorized, 401, "unauthorized", None),
     ("missing record", lambda c: c.get_record("00000000-0000-4000-8000-000000000000"), NotFound, 404,
      "record_not_found", None),

@@ -66,7 +66,8 @@ def test_a_retry_after_beyond_the_policys_ceiling_is_not_waited_out():
 
 @pytest.mark.parametrize("status", [400, 401, 404, 409, 422, 429])
 def test_a_4xx_is_never_retried(status):
-    with ScriptedServer(Reply(status, {"error": "request_schema", "detail": "no", "path": "records[0].text"})) as server:
+    envelope = {"error": "request_schema", "detail": "no", "path": "records[0].text"}
+    with ScriptedServer(Reply(status, envelope)) as server:
         sleep = RecordingSleep()
         with MemseekClient(server.url, "key", retry=POLICY, sleep=sleep) as client:
             with pytest.raises(Exception) as caught:

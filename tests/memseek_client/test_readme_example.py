@@ -32,4 +32,5 @@ def test_the_readme_examples_run_and_print_what_they_say(live):
     with live.client() as memseek, contextlib.redirect_stdout(printed):
         exec(errors, {"memseek": memseek})
     first, second = printed.getvalue().splitlines()
-    assert first == "404 record_not_found id" and second.startswith("404 record_not_found: ") and second.endswith(" (at id)")
+    assert first == "404 record_not_found id"
+    assert second.startswith("404 record_not_found: ") and second.endswith(" (at id)")
