@@ -21,9 +21,9 @@ DEFAULT_TIMEOUT_S = 30.0
 class ClientCore:
     """``base_url`` is the service root (``http://127.0.0.1:8000``); ``api_key`` the workspace
     key sent as ``Authorization: Bearer``. ``timeout`` is seconds (or an ``httpx.Timeout``) for
-    each attempt; ``retry`` bounds and paces retries. ``transport`` and ``sleep`` replace httpx's
-    network transport and the wait between attempts (tests, custom event loops); ``rng`` the
-    jitter's random source."""
+    each attempt; ``retry`` bounds and paces retries; ``rng`` is the jitter's random source. The
+    clients also take ``transport`` (httpx's, e.g. for a proxy or a Unix socket) and ``sleep``
+    (the wait between attempts)."""
 
     def __init__(self, base_url: str, api_key: str | None = None, *, timeout: float | httpx.Timeout = DEFAULT_TIMEOUT_S,
                  retry: RetryPolicy | None = None, headers: Mapping[str, str] | None = None,

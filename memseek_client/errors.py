@@ -42,9 +42,11 @@ class ResponseShapeError(MemseekError):
 
 
 class ApiError(MemseekError):
-    """The server answered with an HTTP error status and (normally) the error envelope."""
+    """The server answered with an HTTP error status and (normally) the error envelope;
+    ``retry_after`` is its ``Retry-After`` in seconds, when it sent one."""
 
     status: int
+    retry_after: float | None = None
 
 
 class ClientError(ApiError):
@@ -97,11 +99,7 @@ class ServerError(ApiError):
 
 class Unavailable(ServerError):
     """503: a dependency (the database, the embedding model, a busy retrieval slot) is not
-    available right now; ``retry_after`` is the server's ``Retry-After`` in seconds, if sent."""
-
-    @property
-    def retry_after(self) -> float | None:
-        return self.extra.get("retry_after")
+    available right now; the client already retried within its ``RetryPolicy``."""
 
 
 STATUS_CLASSES: Mapping[int, type[ApiError]] = MappingProxyType({
@@ -120,10 +118,12 @@ def error_from_response(status: int, body: bytes, retry_after: float | None = No
         envelope = json.loads(body)
     except ValueError:
         envelope = None
-    extra: dict[str, Any] = {"retry_after": retry_after} if retry_after is not None else {}
     if isinstance(envelope, dict) and isinstance(envelope.get("error"), str):
-        extra.update({key: value for key, value in envelope.items() if key not in ("error", "detail", "path")})
+        extra = {key: value for key, value in envelope.items() if key not in ("error", "detail", "path")}
         path = envelope.get("path")
-        return cls(envelope["error"], str(envelope.get("detail", "")), path if isinstance(path, str) else None,
-                   status, extra)
-    return cls(f"http_{status}", body.decode("utf-8", "replace")[:500], None, status, extra)
+        error = cls(envelope["error"], str(envelope.get("detail", "")), path if isinstance(path, str) else None,
+                    status, extra)
+    else:
+        error = cls(f"http_{status}", body.decode("utf-8", "replace")[:500], None, status)
+    error.retry_after = retry_after
+    return error

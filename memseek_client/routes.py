@@ -40,10 +40,8 @@ def _when(value: date | datetime | str | None) -> str | None:
 
 
 class Routes:
-    """The route methods; subclasses provide ``_execute(call)``."""
-
-    def _execute(self, call: Call):
-        raise TypeError("Routes is a mixin; use MemseekClient or AsyncMemseekClient")
+    """The route methods, mixed into ``MemseekClient`` and ``AsyncMemseekClient``, which each
+    define ``_execute(call)``."""
 
     # --- service ---------------------------------------------------------------------------
 

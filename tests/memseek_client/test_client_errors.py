@@ -131,3 +131,4 @@ def test_statuses_the_service_does_not_answer_yet_map_to_their_classes(reply, cl
                 client.collections()
     assert type(caught.value) is cls and (caught.value.status, caught.value.code) == (reply.status, code)
     assert len(server.seen) == 1
+    assert caught.value.retry_after == (2.0 if reply.status == 429 else None)
