@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from memseek_client import MemseekClient, RecordInput, Unprocessable
-from memseek_client.models import CollectionContract, CollectionField, Document, TimelinePage
+from memseek_client.models import CollectionContract, CollectionField, Document, Health, TimelinePage
 
 from .conftest import LIVE
 
@@ -55,6 +55,14 @@ def test_the_document_holds_the_current_fact_and_its_history_every_version(clien
     history = list(client.iter_document_history("contact.bo", "main", "city", limit=2))
     assert [version.id for version in history] == list(reversed(versions))
     assert history[-1].text == "Bo lives in city 0."
+
+
+def test_health_needs_no_key_and_the_openapi_document_lists_every_route_the_client_reads(live):
+    with MemseekClient(live.url) as anonymous:
+        assert anonymous.health() == Health(ok=True, db=True)
+    with live.client() as memseek:
+        paths = memseek.openapi()["paths"]
+    assert {"/timeline", "/document", "/document/history", "/collections"} <= set(paths)
 
 
 def test_collections_are_typed_contracts(client):
