@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memseek_client import BadRequest, MemseekClient, RecordInput
+from memseek_client import BadRequest, MemseekClient, PayloadTooLarge, RecordInput
 from memseek_client.models import LexicalResponse, Record
 
 from .conftest import LIVE, require_route
@@ -53,6 +53,12 @@ def test_punctuation_only_text_and_a_bad_limit_are_bad_requests(client, ids):
     with pytest.raises(BadRequest) as caught:
         client.lexical_search("ZX17", scope=SCOPE, limit=0)
     assert caught.value.path == "query.limit"
+
+
+def test_a_body_over_the_routes_65536_bytes_is_payload_too_large(client, ids):
+    with pytest.raises(PayloadTooLarge) as caught:
+        client.lexical_search("ZX17 " * 14_000, scope=SCOPE)
+    assert caught.value.status == 413
 
 
 def test_another_workspace_sees_no_hits_and_its_own_corpus(live, ids):
