@@ -20,8 +20,8 @@ class MemseekError(Exception):
 
     def __init__(self, code: str, detail: str, path: str | None = None, status: int | None = None,
                  extra: Mapping[str, Any] | None = None):
-        super().__init__(f"{status} {code}: {detail}" + (f" (at {path})" if path else "") if status
-                         else f"{code}: {detail}")
+        message = f"{code}: {detail}" + (f" (at {path})" if path else "")
+        super().__init__(f"{status} {message}" if status else message)
         self.code = code
         self.detail = detail
         self.path = path
