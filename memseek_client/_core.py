@@ -1,0 +1,86 @@
+"""What the sync and async clients share: configuration, how a ``Call`` becomes an HTTP
+request, how a response becomes a model or an exception, and the retry decision."""
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import httpx
+
+from .decode import decode, encode
+from .errors import ConnectionFailed, MemseekError, ResponseShapeError, Timeout, error_from_response
+from .retry import RETRY_STATUSES, RetryPolicy, parse_retry_after, transport_error_is_retryable
+from .routes import Call
+
+USER_AGENT = "memseek-client/0.1.0"
+DEFAULT_TIMEOUT_S = 30.0
+
+
+class ClientCore:
+    """``base_url`` is the service root (``http://127.0.0.1:8000``); ``api_key`` the workspace
+    key sent as ``Authorization: Bearer``. ``timeout`` is seconds (or an ``httpx.Timeout``) for
+    each attempt; ``retry`` bounds and paces retries; ``rng`` is the jitter's random source. The
+    clients also take ``transport`` (httpx's, e.g. for a proxy or a Unix socket) and ``sleep``
+    (the wait between attempts)."""
+
+    def __init__(self, base_url: str, api_key: str | None = None, *, timeout: float | httpx.Timeout = DEFAULT_TIMEOUT_S,
+                 retry: RetryPolicy | None = None, headers: Mapping[str, str] | None = None,
+                 rng: random.Random | None = None):
+        self.base_url = base_url.rstrip("/")
+        self.retry = retry or RetryPolicy()
+        self._rng = rng or random.Random()
+        self._timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
+        self._headers = {"Accept": "application/json", "User-Agent": USER_AGENT, **(headers or {})}
+        if api_key is not None:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+
+    def _request_args(self, call: Call) -> dict[str, Any]:
+        args: dict[str, Any] = {"method": call.method, "url": call.path}
+        if call.params:
+            args["params"] = {key: _query_value(value) for key, value in call.params.items()}
+        if call.body is not None:
+            args["content"] = json.dumps(encode(call.body), ensure_ascii=False, allow_nan=False).encode()
+            args["headers"] = {"Content-Type": "application/json"}
+        return args
+
+    def _retry_delay_after_response(self, response: httpx.Response, attempt: int) -> float | None:
+        if response.status_code not in RETRY_STATUSES:
+            return None
+        return self.retry.delay(attempt, parse_retry_after(response.headers.get("Retry-After")), self._rng)
+
+    def _retry_delay_after_error(self, error: httpx.TransportError, method: str, attempt: int) -> float | None:
+        if not transport_error_is_retryable(error, method):
+            return None
+        return self.retry.delay(attempt, None, self._rng)
+
+
+def finish(call: Call, response: httpx.Response):
+    """The decoded 2xx body, or the ``ApiError`` of an error status raised."""
+    if response.status_code >= 400:
+        raise error_from_response(response.status_code, response.content,
+                                  parse_retry_after(response.headers.get("Retry-After")))
+    try:
+        payload = response.json()
+    except ValueError as error:
+        raise ResponseShapeError("response_shape", f"the body is not JSON: {error}", None,
+                                 response.status_code) from error
+    return payload if call.result is None else decode(call.result, payload)
+
+
+def transport_failure(error: httpx.TransportError, call: Call) -> MemseekError:
+    where = f"{call.method} {call.path}"
+    if isinstance(error, httpx.TimeoutException):
+        return Timeout("timeout", f"{where}: {type(error).__name__}: {error}")
+    return ConnectionFailed("connection_failed", f"{where}: {type(error).__name__}: {error}")
+
+
+def _query_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return ",".join(str(item) for item in value)
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return str(value)

@@ -1,0 +1,99 @@
+"""``MemseekClient``: the synchronous client."""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+import httpx
+
+from ._core import ClientCore, finish, transport_failure
+from .models import DocumentVersion, LexicalResponse, MemoryHit, MemoryLsEntry, MemoryVersion, TimelineRow
+from .routes import Call, Routes
+
+
+class MemseekClient(ClientCore, Routes):
+    """Synchronous client on ``httpx.Client``; use it as a context manager or call ``close()``.
+
+    >>> with MemseekClient("http://127.0.0.1:8000", KEY) as memseek:
+    ...     page = memseek.timeline("contact.maria")
+    """
+
+    def __init__(self, base_url: str, api_key: str | None = None, *, transport: httpx.BaseTransport | None = None,
+                 sleep: Callable[[float], None] = time.sleep, **options):
+        super().__init__(base_url, api_key, **options)
+        self._sleep = sleep
+        self._http = httpx.Client(base_url=self.base_url, headers=self._headers, timeout=self._timeout,
+                                  transport=transport)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> MemseekClient:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def _execute(self, call: Call):
+        args = self._request_args(call)
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                response = self._http.request(**args)
+            except httpx.TransportError as error:
+                delay = self._retry_delay_after_error(error, call.method, attempt)
+                if delay is None:
+                    raise transport_failure(error, call) from error
+            else:
+                delay = self._retry_delay_after_response(response, attempt)
+                if delay is None:
+                    return finish(call, response)
+            self._sleep(delay)
+
+    # --- iterators: each follows the route's own cursor until the server says there is no more
+
+    def _walk(self, fetch, items: str, next_member: str, cursor_param: str, args: tuple, options: dict) -> Iterator:
+        while True:
+            page = fetch(*args, **options)
+            yield from getattr(page, items)
+            cursor = getattr(page, next_member)
+            if cursor is None:
+                return
+            options = {**options, cursor_param: cursor}
+
+    def iter_timeline(self, entity: str, **filters) -> Iterator[TimelineRow]:
+        """Every record of ``timeline(entity, **filters)``, newest first (``before_seq``
+        follows ``next_before_seq``)."""
+        return self._walk(self.timeline, "records", "next_before_seq", "before_seq", (entity,), filters)
+
+    def iter_document_history(self, entity: str, collection: str, key: str, **options) -> Iterator[DocumentVersion]:
+        """Every version of one fact."""
+        return self._walk(self.document_history, "versions", "next_before_seq", "before_seq",
+                          (entity, collection, key), options)
+
+    def iter_memory_grep(self, q: str, **options) -> Iterator[MemoryHit]:
+        """Every passage ``memory_grep(q, **options)`` finds, newest first."""
+        return self._walk(self.memory_grep, "hits", "next_cursor", "cursor", (q,), options)
+
+    def iter_memory_latest(self, **options) -> Iterator[MemoryHit]:
+        """Every passage ``memory_latest(**options)`` lists, newest first."""
+        return self._walk(self.memory_latest, "hits", "next_cursor", "cursor", (), options)
+
+    def iter_memory_ls(self, path: str | None = None, **options) -> Iterator[MemoryLsEntry]:
+        """Every entry under ``path``."""
+        return self._walk(self.memory_ls, "entries", "next_cursor", "cursor", (path,), options)
+
+    def iter_memory_history(self, path: str, **options) -> Iterator[MemoryVersion]:
+        """Every version of one fact, oldest first."""
+        return self._walk(self.memory_history, "versions", "next_cursor", "cursor", (path,), options)
+
+    def iter_lexical_pages(self, text: str, **query) -> Iterator[LexicalResponse]:
+        """Each page of a lexical scan, following ``next_after`` until the scope is scanned.
+        Scores rank hits within their page only (the spec: do not merge them across pages)."""
+        while True:
+            response = self.lexical_search(text, **query)
+            yield response
+            if response.page.next_after is None:
+                return
+            query = {**query, "after": response.page.next_after}

@@ -1,0 +1,133 @@
+"""Reads: ``/health``, ``/timeline``, ``/document``, ``/document/history``, ``/collections``."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+MODEL = dataclass(frozen=True, slots=True, kw_only=True)
+
+
+@MODEL
+class Health:
+    ok: bool
+    db: bool
+
+
+@MODEL
+class TimelineRow:
+    id: str
+    seq: int
+    collection: str
+    key: str | None
+    type: str
+    status: str
+    ready: bool
+    tombstone: bool
+    run_id: str | None
+    text: str
+    occurred_at: str
+    created_at: str
+
+
+@MODEL
+class TimelinePage:
+    records: tuple[TimelineRow, ...]
+    next_before_seq: int | None
+    truncated: bool
+
+
+@MODEL
+class DocumentBelief:
+    collection: str
+    collection_version: int
+    collection_hash: str
+    key: str
+    type: str
+    text: str
+    id: str
+    run_id: str | None
+    citations: tuple[str, ...]
+    status: str
+    depth: int
+    ready: bool
+    enrichment_error: Any
+    occurred_at: str
+    created_at: str
+
+
+@MODEL
+class DocumentRetraction:
+    collection: str
+    key: str
+    id: str
+    seq: int
+
+
+@MODEL
+class Document:
+    entity: str
+    status: str
+    beliefs: tuple[DocumentBelief, ...]
+    retractions: tuple[DocumentRetraction, ...]
+    freshness: tuple[Any, ...]
+
+
+@MODEL
+class DocumentVersion:
+    id: str
+    seq: int
+    collection: str
+    collection_version: int
+    collection_hash: str
+    key: str
+    type: str
+    status: str
+    text: str
+    tombstone: bool
+    ready: bool
+    enrichment_error: Any
+    run_id: str | None
+    citations: tuple[str, ...]
+    depth: int
+    occurred_at: str
+    created_at: str
+
+
+@MODEL
+class DocumentHistory:
+    versions: tuple[DocumentVersion, ...]
+    next_before_seq: int | None
+    truncated: bool
+
+
+@MODEL
+class CollectionField:
+    path: str
+    type: Any
+    filter: bool
+    sort: bool
+    project: bool
+
+
+@MODEL
+class CollectionContract:
+    name: str
+    version: int
+    hash: str
+    contract_hash: str
+    active: bool
+    mode: str
+    schema: Any
+    text_projection: str | None
+    fields: Mapping[str, CollectionField]
+    required_processors: tuple[str, ...]
+    optional_processors: tuple[str, ...]
+    search_profile: str
+    declared_search_profile: str
+    allowed_search_profiles: tuple[str, ...]
+
+
+@MODEL
+class CollectionList:
+    collections: tuple[CollectionContract, ...]

@@ -1,0 +1,41 @@
+"""The SDK is its own package: ``pip install ./memseek_client`` installs it (with every module),
+and it imports in a fresh interpreter without loading Django."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "memseek_client"
+CHECK = ("import sys, memseek_client, memseek_client.models as m; "
+         "assert 'django' not in sys.modules, sorted(n for n in sys.modules if n.startswith('django')); "
+         "assert m.Brief and memseek_client.AsyncMemseekClient and memseek_client.MemseekClient; "
+         "print(memseek_client.__file__)")
+
+
+def test_importing_the_sdk_from_the_checkout_loads_no_django():
+    done = subprocess.run([sys.executable, "-c", CHECK], cwd=PACKAGE.parent, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()) == PACKAGE / "__init__.py"
+
+
+def test_pip_installs_the_package_and_the_installed_copy_imports_alone(tmp_path):
+    source = tmp_path / "src" / "memseek_client"  # a copy, so the build leaves nothing in the checkout
+    shutil.copytree(PACKAGE, source, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
+    target = tmp_path / "site"
+    installed = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+                                "--no-build-isolation", "--target", str(target), str(source)],
+                               capture_output=True, text=True, timeout=300)
+    assert installed.returncode == 0, installed.stderr
+    assert {path.name for path in (target / "memseek_client" / "models").glob("*.py")} >= {
+        "__init__.py", "records.py", "reads.py", "search.py", "retrieval.py", "lexical.py", "memory.py"}
+    elsewhere = tmp_path / "run"
+    elsewhere.mkdir()
+    done = subprocess.run([sys.executable, "-c", CHECK], cwd=elsewhere, env={"PYTHONPATH": str(target)},
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()) == target / "memseek_client" / "__init__.py"
+    metadata = next(target.glob("memseek_client-*.dist-info")) / "METADATA"
+    assert "Requires-Dist: httpx" in metadata.read_text()
