@@ -36,6 +36,11 @@ DEFAULTS: dict[str, object] = {
     "MAX_GRAPH_PATHS": 100,
     "MODEL_CONTEXT_TOKENS": 60_000,
     "MAX_PROMPT_TOKENS": 50_000,
+    # Lexical search (lexical-search.md): ceilings of a request's scan budgets, and how many
+    # retrievals may run at once across every process sharing the database
+    "LEXICAL_SCAN_ROWS_MAX": 2_000_000,
+    "LEXICAL_SCAN_BYTES_MAX": 4_294_967_296,
+    "LEXICAL_RETRIEVAL_SLOTS": 4,
     # Auth
     "API_KEY_CACHE_TTL_S": 60,
     # Enrichment

@@ -103,6 +103,13 @@ ERROR_STATUS: dict[str, int] = {
     "workspace_setting": 409,
     # POST /receipts/{id}/feedback (dedupe_conflict above), POST /evaluate (view_not_found above)
     "record_not_in_receipt": 422,
+    # Lexical search (lexical-search.md): POST /search/lexical answers 400 for every request problem
+    "lexical_request": 400,
+    "lexical_query_terms": 400,
+    "lexical_scan_budget": 400,
+    "retrieval_scan_limit": 400,
+    "retrieval_busy": 503,
+    "retrieval_inconsistency": 500,
     # Dependencies
     "database_unavailable": 503,
     "embedding_unavailable": 503,

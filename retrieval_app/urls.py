@@ -2,6 +2,7 @@ from django.urls import path
 
 from .api import EvaluateView, FeedbackView, ReceiptView, RetrieveView
 from .context_api import ContextView
+from .lexical.api import LexicalSearchView
 
 urlpatterns = [
     path("retrieve", RetrieveView.as_view(), name="retrieve"),
@@ -9,4 +10,5 @@ urlpatterns = [
     path("receipts/<str:id>/feedback", FeedbackView.as_view(), name="receipt-feedback"),
     path("evaluate", EvaluateView.as_view(), name="evaluate"),
     path("context", ContextView.as_view(), name="context"),
+    path("search/lexical", LexicalSearchView.as_view(), name="search-lexical"),
 ]
