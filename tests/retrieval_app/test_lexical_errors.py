@@ -127,7 +127,7 @@ def test_another_routes_body_limit_is_unchanged(api, ws):
     # POST /records still reads bodies far larger than the lexical route's limit.
     records = {"records": [note("gamma " * 8000) for _ in range(3)]}
     assert len(json.dumps(records)) > 65_536
-    assert api.post("/records", records, format="json").status_code == 201
+    assert api.post("/records", records, format="json").status_code in (200, 201)
 
 
 def test_a_non_json_body_is_415(api, ws):
