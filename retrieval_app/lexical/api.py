@@ -45,9 +45,10 @@ class LexicalScopeSerializer(serializers.Serializer):
                                                 required=False)
     entities = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True)
     types = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True)
-    status = serializers.ChoiceField(["active", "draft", "all"], required=False, default="active")
+    status = serializers.CharField(required=False, default="active", help_text="active (default), draft or all.")
     keyed = serializers.JSONField(required=False, help_text="true, false or \"any\" (default).")
-    versions = serializers.ChoiceField(["current", "all"], required=False, default="current")
+    versions = serializers.CharField(required=False, default="current",
+                                     help_text="current (default: the newest row of each keyed lane) or all.")
     occurred_after = serializers.DateTimeField(required=False)
     occurred_before = serializers.DateTimeField(required=False)
     depth_lte = serializers.IntegerField(required=False, min_value=0)

@@ -71,6 +71,7 @@ COVERED = {
     ("POST", "/search"), ("GET", "/search"), ("GET", "/views"), ("POST", "/views/{name}/query"), ("GET", "/context"),
     ("POST", "/records/{id}/approve"), ("POST", "/records/{id}/reject"), ("POST", "/retrieve"),
     ("GET", "/receipts/{id}"), ("POST", "/receipts/{id}/feedback"), ("POST", "/evaluate"),
+    ("POST", "/search/lexical"),
 }
 
 
@@ -136,6 +137,10 @@ def test_retrieval_routes_match_the_schema(api, workspace):
           "POST", "/receipts/{id}/feedback", 200)
     check(api.post("/evaluate", {"k": 5, "queries": [{"query": "Q3 budget", "relevant": {ids[0]: 2}}]},
                    format="json"), "POST", "/evaluate")
+    lexical = check(api.post("/search/lexical", {"contract_version": 1, "mode": "lexical", "scope": {},
+                                                 "query": {"text": "Q3 budget", "scan_limit": 2}}, format="json"),
+                    "POST", "/search/lexical")
+    assert lexical["page"]["hits"] and lexical["page"]["next_after"]
 
 
 @pytest.mark.parametrize(("method", "route", "url", "body", "status"), [
@@ -145,6 +150,7 @@ def test_retrieval_routes_match_the_schema(api, workspace):
     ("GET", "/records/{id}", "/records/not-a-uuid", None, 422),
     ("POST", "/views/{name}/query", "/views/nope/query", {}, 404),
     ("GET", "/timeline", "/timeline", None, 422),
+    ("POST", "/search/lexical", "/search/lexical", {"contract_version": 1, "mode": "text"}, 400),
 ])
 def test_error_envelopes_match_the_schema(api, catalog, method, route, url, body, status):
     response = api.post(url, body, format="json") if method == "POST" else api.get(url)
