@@ -10,11 +10,11 @@ current, not ready, draft, filtered out); N, df, the average length and ``matche
 counted over the corpus rows among the admitted ones, and the hits are the best of those by
 exact BM25 (``search_app.engine.bm25``), ties by ascending UUID.
 
-Two statements: the first counts coverage and statistics, the second scores the corpus rows of
-the same window (the source rows after the cursor up to the last admitted one) with the idf of
-those statistics. They must see one snapshot: the service runs them in one REPEATABLE READ
-transaction, and a second statement that finds fewer hits than the first counted matches is a
-detected inconsistency (500), never a silently shorter page.
+One statement, so every figure and every score come from one snapshot and one read of each
+row. The window's ids are chosen first (UUID order, cursor, the row budget plus the lookahead);
+only those rows are then read, each by its primary key, for its bytes, its visibility under the
+corpus rule and its stored term frequencies. The score is ``search_app.engine.bm25``'s formula
+with idf computed in float8 from the counted statistics, as the ``pg`` backend computes it.
 """
 from __future__ import annotations
 
@@ -25,15 +25,15 @@ from django.db import connection
 
 from catalog_app.record_sql import RECORD, source_bytes
 from memseek_site.errors import ApiError
-from search_app.backends.pg_bm25 import score_expression, terms_join
-from search_app.engine.bm25 import bm25_stats
+from search_app.backends.pg_bm25 import terms_join
+from search_app.engine.bm25 import B, K1
 
 from .corpus import LexicalCorpus
 from .request import LexicalRequest, LexicalRequestError
 
 
 class LexicalInconsistency(ApiError):
-    """Stored rows disagree with what the same retrieval already counted."""
+    """Stored rows disagree with each other: the request fails rather than drop or misrank a hit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,62 +47,59 @@ class LexicalPage:
     next_after: uuid.UUID | None
 
 
-def _source(corpus: LexicalCorpus, after: uuid.UUID | None) -> tuple[str, list]:
-    sql = "r.workspace_id = %s AND r.collection = ANY(%s)"
-    params: list = [corpus.workspace_id, list(corpus.collections)]
-    if after is not None:
-        sql += " AND r.id > %s"
-        params.append(after)
-    return sql, params
-
-
 def lexical_scan(corpus: LexicalCorpus, request: LexicalRequest) -> LexicalPage:
     """The page a full scan under ``request``'s budgets and cursor reports. Raises
     ``LexicalRequestError('lexical_scan_budget')`` when the byte budget cannot admit the first
-    source row, ``LexicalInconsistency`` when the scoring pass disagrees with the count."""
+    source row."""
     terms = request.terms
-    source_sql, source_params = _source(corpus, request.after)
+    source_sql = "r.workspace_id = %s AND r.collection = ANY(%s)"
+    source_params: list = [corpus.workspace_id, list(corpus.collections)]
+    if request.after is not None:
+        source_sql += " AND r.id > %s"
+        source_params.append(request.after)
     join, join_params = terms_join(terms)
     tcols = "".join(f", b.t{i}" for i in range(len(terms)))
-    dfs = "".join(f", count(d.t{i})" for i in range(len(terms)))
+    dfs = "".join(f", count(d.t{i})::float8 AS df{i}" for i in range(len(terms)))
     shares = " OR ".join(f"d.t{i} IS NOT NULL" for i in range(len(terms)))
-    sql = (f"WITH src AS MATERIALIZED (SELECT r.id, {source_bytes('r')}::bigint AS bytes FROM {RECORD} r "
-           f"WHERE {source_sql} ORDER BY r.id LIMIT %s), "
-           "w AS MATERIALIZED (SELECT id, bytes, row_number() OVER (ORDER BY id) <= %s AND "
-           "sum(bytes) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) <= %s AS admitted FROM src), "
-           f"d AS MATERIALIZED (SELECT r.id, b.length{tcols} FROM w JOIN {RECORD} r ON r.id = w.id {join} "
-           f"WHERE w.admitted AND {corpus.corpus.sql}) "
-           "SELECT (SELECT count(*) FROM w), (SELECT count(*) FROM w WHERE admitted), "
-           "(SELECT coalesce(sum(bytes), 0) FROM w WHERE admitted), "
-           "(SELECT id FROM w WHERE admitted ORDER BY id DESC LIMIT 1), (SELECT bytes FROM w ORDER BY id LIMIT 1), "
-           f"count(*), coalesce(avg(d.length), 0)::float8, count(*) FILTER (WHERE {shares}){dfs} FROM d")
-    params = [*source_params, request.scan_limit + 1, request.scan_limit, request.scan_bytes_limit, *join_params,
-              *corpus.corpus.params]
+    score = " + ".join(_term_sql(i) for i in range(len(terms)))
+    # The corpus rule is a column, not a condition, so the only condition on each row's read is
+    # its primary key (whatever the planner guesses of a table it has no statistics for yet).
+    sql = (f"WITH src AS MATERIALIZED (SELECT r.id FROM {RECORD} r WHERE {source_sql} ORDER BY r.id LIMIT %s), "
+           f"rows AS MATERIALIZED (SELECT src.id, x.* FROM src CROSS JOIN LATERAL (SELECT "
+           f"{source_bytes('r')}::bigint AS bytes, ({corpus.corpus.sql}) AS visible, b.length{tcols} "
+           f"FROM {RECORD} r {join} WHERE r.id = src.id) x), "
+           "w AS MATERIALIZED (SELECT rows.*, row_number() OVER (ORDER BY id) <= %s AND "
+           "sum(bytes) OVER (ORDER BY id ROWS UNBOUNDED PRECEDING) <= %s AS admitted FROM rows), "
+           "d AS MATERIALIZED (SELECT * FROM w WHERE admitted AND visible), "
+           "s AS (SELECT (SELECT count(*) FROM w) AS fetched, (SELECT count(*) FROM w WHERE admitted) AS scanned, "
+           "(SELECT coalesce(sum(bytes), 0) FROM w WHERE admitted) AS scanned_bytes, "
+           "(SELECT id FROM w WHERE admitted ORDER BY id DESC LIMIT 1) AS last, "
+           "(SELECT bytes FROM w ORDER BY id LIMIT 1) AS first_bytes, count(*)::float8 AS n, "
+           f"coalesce(avg(d.length), 0)::float8 AS average, count(*) FILTER (WHERE {shares}) AS matched{dfs} FROM d) "
+           f"SELECT s.fetched, s.scanned, s.scanned_bytes, s.last, s.first_bytes, s.n, s.matched, c.id, c.score "
+           f"FROM s LEFT JOIN LATERAL (SELECT d.id, {score} AS score FROM d WHERE ({shares}) "
+           "ORDER BY score DESC, d.id ASC LIMIT %s) c ON true ORDER BY c.score DESC, c.id ASC")
+    params = [*source_params, request.scan_limit + 1, *corpus.corpus.params, *join_params, request.scan_limit,
+              request.scan_bytes_limit, request.limit]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        fetched, scanned, scanned_bytes, last, first_bytes, n, average, matched, *df = cursor.fetchone()
+        rows = cursor.fetchall()
+    # One row per hit (the figures repeated), or one row with a NULL id when there is none.
+    fetched, scanned, scanned_bytes, last, first_bytes, n, matched = rows[0][:7]
     if fetched and not scanned:
         where = "after query.after " if request.after else ""
         raise LexicalRequestError("lexical_scan_budget", f"the first source row {where}is {first_bytes} bytes, "
                                   f"more than the budget of {request.scan_bytes_limit}; raise scan_bytes_limit",
                                   "query.scan_bytes_limit")
     remains = fetched > scanned
-    hits = _hits(corpus, request, last, bm25_stats(terms, n, average, df)) if matched else ()
-    if len(hits) != min(request.limit, matched):
-        raise LexicalInconsistency("retrieval_inconsistency", f"the scan counted {matched} matching records but "
-                                   f"scoring found {len(hits)} of the first {request.limit}; retry the request")
-    return LexicalPage(hits=hits, matched=matched, corpus=n, scanned=scanned, scanned_bytes=int(scanned_bytes),
+    return LexicalPage(hits=tuple((row[7], float(row[8])) for row in rows if row[7] is not None), matched=matched,
+                       corpus=int(n), scanned=scanned, scanned_bytes=int(scanned_bytes),
                        exhaustive=request.after is None and not remains, next_after=last if remains else None)
 
 
-def _hits(corpus: LexicalCorpus, request: LexicalRequest, last: uuid.UUID, stats) -> tuple:
-    source_sql, source_params = _source(corpus, request.after)
-    score, score_params = score_expression(stats)
-    join, join_params = terms_join(stats.terms)
-    shares = " OR ".join(f"b.t{i} IS NOT NULL" for i in range(len(stats.terms)))
-    sql = (f"SELECT r.id, {score} AS score FROM {RECORD} r {join} WHERE {source_sql} AND r.id <= %s "
-           f"AND {corpus.corpus.sql} AND ({shares}) ORDER BY score DESC, r.id ASC LIMIT %s")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*score_params, *join_params, *source_params, last, *corpus.corpus.params,
-                             request.limit])
-        return tuple((row[0], float(row[1])) for row in cursor.fetchall())
+def _term_sql(i: int) -> str:
+    """Term ``i``'s contribution on corpus row ``d`` under the statistics ``s``: ``bm25_term_score``
+    with ``idf(s.n, s.df_i)``."""
+    tf = f"COALESCE(d.t{i}, 0)"
+    idf = f"ln(1 + (s.n - s.df{i} + 0.5) / (s.df{i} + 0.5))"
+    return f"({idf} * {tf} * {K1 + 1} / ({tf} + {K1} * ({1 - B} + {B} * d.length / s.average)))"
