@@ -41,6 +41,9 @@ DEFAULTS: dict[str, object] = {
     "LEXICAL_SCAN_ROWS_MAX": 2_000_000,
     "LEXICAL_SCAN_BYTES_MAX": 4_294_967_296,
     "LEXICAL_RETRIEVAL_SLOTS": 4,
+    # Lexical index (catalog_app.lexical): the analyzers the write path maintains, comma-separated
+    # (bm25_v1, english); each one costs every write that makes records visible.
+    "LEXICAL_ANALYZERS": "bm25_v1",
     # Auth
     "API_KEY_CACHE_TTL_S": 60,
     # Enrichment
