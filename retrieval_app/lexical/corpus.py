@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from catalog_app.catalog.registry import Catalog
+from catalog_app.lexical.query import IndexScope
 from catalog_app.record_sql import Clause, record_scope
 from search_app.backends.pg_scope import value_expression
 from search_app.engine.resolve import FieldAccess, ResolveError, field_paths, scope_versions
@@ -37,11 +38,9 @@ class LexicalCorpus:
     workspace_id: int
     collections: tuple[str, ...]  # the source: these collections of the workspace
     corpus: Clause  # over alias ``r``: the source rows that count (visible, scope, filters)
-    statuses: tuple[str, ...]
-    types: tuple[str, ...] | None  # scope types narrowed by query.type; None: any
-    # Conditions an index keyed by collection, status, type, keyed and entity cannot answer
-    # (pinned versions, time or depth bounds, every version of a lane, a tag filter).
-    index_expressible: bool
+    # The same corpus as the lexical index reads it; None when the scope holds a condition the
+    # index does not carry (time or depth bounds, every version of a lane, a tag filter).
+    index_scope: IndexScope | None
 
 
 def lexical_corpus(*, workspace_id: int, request: LexicalRequest, catalog: Catalog) -> LexicalCorpus:
@@ -62,11 +61,15 @@ def lexical_corpus(*, workspace_id: int, request: LexicalRequest, catalog: Catal
                           current=scope.versions == "current")
     if request.tag is not None:
         corpus = corpus & _tag_clause(request.tag, versions, catalog)
-    expressible = (scope.versions == "current" and not scope.collection_versions and scope.occurred_after is None
-                   and scope.occurred_before is None and scope.depth_lte is None and request.tag is None)
-    return LexicalCorpus(workspace_id=workspace_id, collections=tuple(sorted(by_collection)), corpus=corpus,
-                         statuses=("active", "draft") if scope.status == "all" else (scope.status,), types=types,
-                         index_expressible=expressible)
+    collections = tuple(sorted(by_collection))
+    index_scope = None
+    if (scope.versions == "current" and scope.occurred_after is None and scope.occurred_before is None
+            and scope.depth_lte is None and request.tag is None):
+        index_scope = IndexScope(
+            collection_ids=collections, statuses=("active", "draft") if scope.status == "all" else (scope.status,),
+            types=types, keyed=scope.keyed, entities=scope.entities,
+            versions=tuple((c.name, c.version) for c in versions) if scope.collection_versions else None)
+    return LexicalCorpus(workspace_id=workspace_id, collections=collections, corpus=corpus, index_scope=index_scope)
 
 
 def _types(scope: Scope, record_type: str | None) -> tuple[str, ...] | None:

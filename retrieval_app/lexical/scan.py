@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from django.db import connection
 
 from catalog_app.record_sql import RECORD, source_bytes
-from memseek_site.errors import ApiError
 from search_app.backends.pg_bm25 import terms_join
 from search_app.engine.bm25 import B, K1
 
@@ -32,19 +31,17 @@ from .corpus import LexicalCorpus
 from .request import LexicalRequest, LexicalRequestError
 
 
-class LexicalInconsistency(ApiError):
-    """Stored rows disagree with each other: the request fails rather than drop or misrank a hit."""
-
-
 @dataclass(frozen=True, slots=True)
 class LexicalPage:
     hits: tuple[tuple[uuid.UUID, float], ...]  # best first, ties by ascending UUID
     matched: int
-    corpus: int
+    corpus: int  # N
     scanned: int
     scanned_bytes: int
     exhaustive: bool
     next_after: uuid.UUID | None
+    average_length: float  # over the corpus
+    dfs: tuple[int, ...]  # per query term, over the corpus
 
 
 def lexical_scan(corpus: LexicalCorpus, request: LexicalRequest) -> LexicalPage:
@@ -76,7 +73,8 @@ def lexical_scan(corpus: LexicalCorpus, request: LexicalRequest) -> LexicalPage:
            "(SELECT id FROM w WHERE admitted ORDER BY id DESC LIMIT 1) AS last, "
            "(SELECT bytes FROM w ORDER BY id LIMIT 1) AS first_bytes, count(*)::float8 AS n, "
            f"coalesce(avg(d.length), 0)::float8 AS average, count(*) FILTER (WHERE {shares}) AS matched{dfs} FROM d) "
-           f"SELECT s.fetched, s.scanned, s.scanned_bytes, s.last, s.first_bytes, s.n, s.matched, c.id, c.score "
+           f"SELECT s.fetched, s.scanned, s.scanned_bytes, s.last, s.first_bytes, s.n, s.matched, s.average, "
+           f"ARRAY[{', '.join(f's.df{i}' for i in range(len(terms)))}], c.id, c.score "
            f"FROM s LEFT JOIN LATERAL (SELECT d.id, {score} AS score FROM d WHERE ({shares}) "
            "ORDER BY score DESC, d.id ASC LIMIT %s) c ON true ORDER BY c.score DESC, c.id ASC")
     params = [*source_params, request.scan_limit + 1, *corpus.corpus.params, *join_params, request.scan_limit,
@@ -85,16 +83,17 @@ def lexical_scan(corpus: LexicalCorpus, request: LexicalRequest) -> LexicalPage:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     # One row per hit (the figures repeated), or one row with a NULL id when there is none.
-    fetched, scanned, scanned_bytes, last, first_bytes, n, matched = rows[0][:7]
+    fetched, scanned, scanned_bytes, last, first_bytes, n, matched, average, dfs = rows[0][:9]
     if fetched and not scanned:
         where = "after query.after " if request.after else ""
         raise LexicalRequestError("lexical_scan_budget", f"the first source row {where}is {first_bytes} bytes, "
                                   f"more than the budget of {request.scan_bytes_limit}; raise scan_bytes_limit",
                                   "query.scan_bytes_limit")
     remains = fetched > scanned
-    return LexicalPage(hits=tuple((row[7], float(row[8])) for row in rows if row[7] is not None), matched=matched,
+    return LexicalPage(hits=tuple((row[9], float(row[10])) for row in rows if row[9] is not None), matched=matched,
                        corpus=int(n), scanned=scanned, scanned_bytes=int(scanned_bytes),
-                       exhaustive=request.after is None and not remains, next_after=last if remains else None)
+                       exhaustive=request.after is None and not remains, next_after=last if remains else None,
+                       average_length=float(average), dfs=tuple(int(df) for df in dfs))
 
 
 def _term_sql(i: int) -> str:

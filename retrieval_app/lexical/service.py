@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import time
 
-from catalog_app.bm25_terms import term_frequencies
 from catalog_app.catalog.runtime import catalog_for_workspace
-from catalog_app.models import Record, Workspace
+from catalog_app.models import Workspace
 from catalog_app.selectors import records_by_id
 
 from .corpus import LexicalCorpus, lexical_corpus
+from .indexed import indexed_page
+from .recheck import recheck_hits
 from .request import CONTRACT_VERSION, MODE, LexicalRequest, parse_lexical_request
-from .scan import LexicalInconsistency, LexicalPage, lexical_scan
+from .scan import LexicalPage, lexical_scan
 from .slots import retrieval_slot
 
 RANKING_VERSION = "bm25_v1"
@@ -49,30 +50,12 @@ def lexical_search(*, workspace: Workspace, body) -> dict:
 
 
 def lexical_retrieve(*, workspace: Workspace, corpus: LexicalCorpus, request: LexicalRequest) -> tuple[LexicalPage, dict]:
-    """The page and the record payload of every hit. A hit whose record cannot be read back is
-    ``LexicalInconsistency`` (500): a candidate is never dropped silently."""
-    page = lexical_scan(corpus, request)
-    hit_ids = [record_id for record_id, _ in page.hits]
-    records = records_by_id(workspace=workspace, record_ids=hit_ids)
-    missing = [str(record_id) for record_id in hit_ids if record_id not in records]
-    if missing:
-        raise LexicalInconsistency("retrieval_inconsistency", f"hits {', '.join(missing)} have no record in this "
-                                   "workspace; the request failed rather than drop them")
-    _recheck_terms(workspace, hit_ids, request.terms)
+    """The page (from the index when it gives the scan's figures, else the scan) and the record
+    payload of every hit, each hit rechecked against its record (``recheck``)."""
+    page = indexed_page(corpus, request) or lexical_scan(corpus, request)
+    recheck_hits(corpus, request, page)
+    records = records_by_id(workspace=workspace, record_ids=[record_id for record_id, _ in page.hits])
     return page, records
-
-
-def _recheck_terms(workspace: Workspace, hit_ids, terms: tuple[str, ...]) -> None:
-    """Each hit's stored term frequencies and length (what it was scored by) must be those of
-    its text; a hit scored from corrupted statistics fails the request."""
-    rows = Record.objects.filter(workspace=workspace, pk__in=hit_ids).values_list("pk", "text", "bm25_tf",
-                                                                                  "bm25_length")
-    for record_id, text, stored, length in rows:
-        counts, actual_length = term_frequencies(text)
-        if actual_length != length or any(stored.get(term) != counts.get(term) for term in terms):
-            raise LexicalInconsistency("retrieval_inconsistency", f"record {record_id}'s stored bm25_v1 term "
-                                       "frequencies disagree with its text; the request failed rather than rank "
-                                       "it by them")
 
 
 def _scope_echo(request: LexicalRequest, corpus: LexicalCorpus) -> dict:

@@ -6,6 +6,7 @@ import json
 import pytest
 from rest_framework.test import APIClient
 
+from catalog_app.lexical.models import LexicalPosting
 from catalog_app.models import Record
 
 from .lexical_factories import body, lexical, load_lexical_catalog, note, write
@@ -143,13 +144,26 @@ def test_without_a_key_or_with_a_bad_key_it_is_401(ws):
     assert (response.status_code, response.json()["error"]) == (401, "unauthorized")
 
 
-def test_a_hit_whose_stored_terms_disagree_with_its_text_fails_with_500(api, ws):
-    (record_id,) = write(ws, [note("alpha gamma")])
-    assert len(lexical(api, _query())["page"]["hits"]) == 2
-    Record.objects.filter(pk=record_id).update(bm25_tf={"alpha": 7, "gamma": 1})
-    response = api.post("/search/lexical", _query(), format="json")
+def _fails_for(api, payload, record_id) -> None:
+    response = api.post("/search/lexical", payload, format="json")
     assert response.status_code == 500
     assert response.json()["error"] == "retrieval_inconsistency" and record_id in response.json()["detail"]
+
+
+def test_a_scanned_hit_whose_stored_terms_disagree_with_its_text_fails_with_500(api, ws):
+    (record_id,) = write(ws, [note("alpha gamma")])
+    scanned = body("alpha", {"versions": "all"})  # every version of a lane: only the scan answers it
+    assert len(lexical(api, scanned)["page"]["hits"]) == 2
+    Record.objects.filter(pk=record_id).update(bm25_tf={"alpha": 7, "gamma": 1})
+    _fails_for(api, scanned, record_id)
+
+
+def test_an_indexed_hit_whose_posting_disagrees_with_its_record_fails_with_500(api, ws):
+    (record_id,) = write(ws, [note("alpha gamma")])
+    assert len(lexical(api, _query())["page"]["hits"]) == 2
+    seq = Record.objects.get(pk=record_id).seq
+    LexicalPosting.objects.filter(workspace_id=ws.pk, term="alpha", seq=seq).update(tf=7)
+    _fails_for(api, _query(), record_id)
 
 
 def test_a_rejected_request_changes_nothing(api, ws):
