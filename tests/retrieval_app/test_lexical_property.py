@@ -1,7 +1,9 @@
 """The SQL scan of ``POST /search/lexical`` equals the Python oracle (``lexical_oracle``) on
 random corpora (events and keyed lanes with supersessions, tombstones, drafts, rows not ready,
 several collections, entities, types and tags), scopes, filters, budgets and cursors: the same
-coverage figures, the same statistics and a correct top ``limit``."""
+coverage figures, the same statistics and a correct top ``limit``. The index path gives the
+scan's page, hit for hit, whenever it answers, and answers every cursorless request whose
+budgets cover the source and whose corpus it expresses."""
 import uuid
 
 import pytest
@@ -11,6 +13,7 @@ from hypothesis import strategies as st
 
 from catalog_app.catalog.runtime import catalog_for_workspace
 from retrieval_app.lexical.corpus import lexical_corpus
+from retrieval_app.lexical.indexed import indexed_page
 from retrieval_app.lexical.request import LexicalRequestError, parse_lexical_request
 from retrieval_app.lexical.scan import lexical_scan
 
@@ -111,3 +114,49 @@ def write_all(ws, items, tombstones) -> list[str]:
                                "key": item["key"], "status": item.get("status", "active"), "tombstone": True,
                                "derived_from": [ids[index]]}])
     return ids
+
+
+@st.composite
+def cursorless_requests(draw):
+    """Requests the index can answer (and some it cannot: a budget short of the source, every
+    version of a lane, pinned versions)."""
+    scope, query, _ = draw(requests())
+    scope["versions"] = draw(st.sampled_from(["current", "current", "current", "all"]))
+    if draw(st.booleans()):
+        scope.setdefault("collections", ["notes"])
+        if "notes" in scope["collections"]:
+            scope["collection_versions"] = {"notes": [1]}
+    query.pop("tag", None)
+    query["scan_limit"] = draw(st.sampled_from([3, 10_000, 10_000]))
+    query["scan_bytes_limit"] = draw(st.sampled_from([400, 8_388_608, 8_388_608]))
+    return scope, query
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(corpus=corpora(), request=cursorless_requests())
+def test_the_index_path_gives_the_scans_page(ws, corpus, request):
+    items, tombstones = corpus
+    scope, query = request
+    with transaction.atomic():
+        write_all(ws, items, tombstones)
+        parsed = parse_lexical_request({"contract_version": 1, "mode": "lexical", "scope": scope, "query": query})
+        compiled = lexical_corpus(workspace_id=ws.pk, request=parsed, catalog=catalog_for_workspace(ws))
+        indexed = indexed_page(compiled, parsed)
+        try:
+            scanned = lexical_scan(compiled, parsed)
+        except LexicalRequestError:
+            assert indexed is None  # a budget short of the first row is never the index's to answer
+        else:
+            if indexed is not None:
+                assert [record_id for record_id, _ in indexed.hits] == [record_id for record_id, _ in scanned.hits]
+                assert [score for _, score in indexed.hits] == \
+                    pytest.approx([score for _, score in scanned.hits], rel=1e-9, abs=1e-12)
+                assert (indexed.matched, indexed.corpus, indexed.scanned, indexed.scanned_bytes, indexed.exhaustive,
+                        indexed.next_after, indexed.dfs) == \
+                    (scanned.matched, scanned.corpus, scanned.scanned, scanned.scanned_bytes, scanned.exhaustive,
+                     scanned.next_after, scanned.dfs)
+                assert indexed.average_length == pytest.approx(scanned.average_length, rel=1e-12)
+            else:
+                covered = scanned.exhaustive
+                assert not covered or compiled.index_scope is None
+        transaction.set_rollback(True)
