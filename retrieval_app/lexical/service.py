@@ -49,7 +49,8 @@ def lexical_search(*, workspace: Workspace, body) -> dict:
     }
 
 
-def lexical_retrieve(*, workspace: Workspace, corpus: LexicalCorpus, request: LexicalRequest) -> tuple[LexicalPage, dict]:
+def lexical_retrieve(*, workspace: Workspace, corpus: LexicalCorpus,
+                     request: LexicalRequest) -> tuple[LexicalPage, dict]:
     """The page (from the index when it gives the scan's figures, else the scan) and the record
     payload of every hit, each hit rechecked against its record (``recheck``)."""
     page = indexed_page(corpus, request) or lexical_scan(corpus, request)

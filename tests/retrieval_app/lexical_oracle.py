@@ -10,6 +10,7 @@ import math
 import uuid
 from dataclasses import dataclass
 
+import pytest
 from django.db.models.expressions import RawSQL
 
 from catalog_app.bm25_terms import bm25_query_terms, bm25_tokens
@@ -113,6 +114,4 @@ def assert_top_k(hits, oracle: OraclePage, limit: int) -> None:
 
 
 def _approx(value: float):
-    import pytest
-
     return pytest.approx(value, rel=1e-9, abs=1e-12)

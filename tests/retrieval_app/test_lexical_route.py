@@ -82,13 +82,15 @@ def test_scope_narrows_corpus_but_source_is_its_collections(api, ws):
     assert (page["matched_records"], page["corpus_records"], page["scanned_records"]) == (1, 1, 2)
 
 
-def test_another_workspace_never_appears_nor_changes_a_figure(api, ws, tmp_path):
+@pytest.mark.parametrize("scope", [{}, {"versions": "all"}, {"status": "all"}], ids=["index", "scan", "both-lanes"])
+def test_another_workspace_never_appears_nor_changes_a_figure(api, ws, tmp_path, scope):
     write(ws, [note("retry failure retry"), note("retry ok"), note("nothing here at all")])
-    before = lexical(api, body("retry failure"))
+    before = lexical(api, body("retry failure", scope))
     other, _ = workspace_create(name="other-co")
     load_lexical_catalog(other, tmp_path)
     record_ingest_batch(workspace=other, items=[note("retry retry retry failure") for _ in range(20)])
-    after = lexical(api, body("retry failure"))
+    after = lexical(api, body("retry failure", scope))
+    assert after["page"]["scanned_records"] == 3
     assert after["page"] | {"hits": None} == before["page"] | {"hits": None}
     assert [(h["record"]["id"], h["score"]) for h in after["page"]["hits"]] == \
         [(h["record"]["id"], h["score"]) for h in before["page"]["hits"]]

@@ -40,8 +40,8 @@ def _corpus() -> list[tuple[str, str]]:
 
 
 def _train_queries() -> list[str]:
-    wanted = {line.split("\t")[0] for line in (DATA / "qrels" / "train.tsv").read_text().replace("\r", "").splitlines()[1:]
-              if line.strip()}
+    lines = (DATA / "qrels" / "train.tsv").read_text().replace("\r", "").splitlines()[1:]
+    wanted = {line.split("\t")[0] for line in lines if line.strip()}
     with open(DATA / "queries.jsonl", encoding="utf-8") as lines:
         return [query["text"] for query in map(json.loads, lines) if query["_id"] in wanted]
 
