@@ -4,9 +4,12 @@ over a ceiling, 401, 413 over 65,536 bytes, and 500 for a detected record incons
 import json
 
 import pytest
+from django.core.management import call_command
+from django.db import connection
 from rest_framework.test import APIClient
 
 from catalog_app.lexical.models import LexicalPosting
+from catalog_app.lexical.tables import SOURCE_TOTALS
 from catalog_app.models import Record
 
 from .lexical_factories import body, lexical, load_lexical_catalog, note, write
@@ -171,3 +174,15 @@ def test_a_rejected_request_changes_nothing(api, ws):
     lexical(api, _query(limit=0), status=400)
     lexical(api, _query())
     assert list(Record.objects.order_by("pk").values_list("pk", "last_accessed", "access_count")) == before
+
+
+def test_records_the_index_has_not_been_built_for_are_answered_by_the_scan(api, workspace, tmp_path):
+    load_lexical_catalog(workspace, tmp_path)
+    ids = write(workspace, [note("alpha beta"), note("alpha")])
+    with connection.cursor() as cursor:  # the index has not counted these rows: as if written before it existed
+        cursor.execute(f"DELETE FROM {SOURCE_TOTALS} WHERE workspace_id = %s", [workspace.pk])
+    page = lexical(api, _query())["page"]
+    assert {hit["record"]["id"] for hit in page["hits"]} == set(ids)
+    assert (page["scanned_records"], page["corpus_records"], page["exhaustive"]) == (2, 2, True)
+    call_command("lexical_backfill", "--workspace", str(workspace.pk))
+    assert lexical(api, _query())["page"] == page
