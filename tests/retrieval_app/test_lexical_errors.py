@@ -165,8 +165,18 @@ def test_an_indexed_hit_whose_posting_disagrees_with_its_record_fails_with_500(a
     (record_id,) = write(ws, [note("alpha gamma")])
     assert len(lexical(api, _query())["page"]["hits"]) == 2
     seq = Record.objects.get(pk=record_id).seq
-    LexicalPosting.objects.filter(workspace_id=ws.pk, term="alpha", seq=seq).update(tf=7)
+    # A longer length than the record's keeps every pruning bound valid, so only the recheck
+    # against the record's text can see it.
+    LexicalPosting.objects.filter(workspace_id=ws.pk, term="alpha", seq=seq).update(length=9)
     _fails_for(api, _query(), record_id)
+
+
+def test_a_posting_the_index_itself_finds_inconsistent_fails_with_500(api, ws):
+    (record_id,) = write(ws, [note("alpha gamma")])
+    seq = Record.objects.get(pk=record_id).seq
+    LexicalPosting.objects.filter(workspace_id=ws.pk, term="alpha", seq=seq).update(tf=7)
+    response = api.post("/search/lexical", _query(), format="json")
+    assert (response.status_code, response.json()["error"]) == (500, "lexical_index_inconsistent")
 
 
 def test_a_rejected_request_changes_nothing(api, ws):
