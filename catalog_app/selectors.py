@@ -59,6 +59,23 @@ def record_get(*, workspace: Workspace, record_id: uuid.UUID) -> dict:
         now = timezone.now()
         records_touch(record_ids=[record.pk], now=now)
         record.last_accessed = now
+    return record_payload(workspace=workspace, record=record)
+
+
+def records_by_id(*, workspace: Workspace, record_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, dict]:
+    """The ``record_get`` payloads of those of ``record_ids`` that are records of ``workspace``
+    (another workspace's ids are simply absent), without touching them."""
+    rows = list(Record.objects.filter(workspace=workspace, pk__in=list(record_ids)).defer(*_UNREAD_COLUMNS))
+    spaces: dict[uuid.UUID, list[str]] = {record.pk: [] for record in rows}
+    for record_id, space in (RecordEmbedding.objects.filter(record_id__in=list(spaces))
+                             .order_by("-created_at", "-id").values_list("record_id", "space")):
+        spaces[record_id].append(space)
+    return {record.pk: record_payload(workspace=workspace, record=record, spaces=spaces[record.pk]) for record in rows}
+
+
+def record_payload(*, workspace: Workspace, record: Record, spaces: list[str] | None = None) -> dict:
+    """The full dereference of ``record`` as ``GET /records/{id}`` returns it; ``spaces`` (its
+    vectors' spaces, newest first) is read when not given."""
     return {
         "id": str(record.id),
         "seq": record.seq,
@@ -71,7 +88,7 @@ def record_get(*, workspace: Workspace, record_id: uuid.UUID) -> dict:
         "status": record.status,
         "content": record.content,
         "tombstone": record.tombstone,
-        "embedding_space": _embedding_space(workspace, record),
+        "embedding_space": _embedding_space(workspace, record, spaces),
         "scores": record.scores,
         "annotations": record.annotations,
         "annotation_meta": record.annotation_meta,
@@ -280,11 +297,12 @@ def _collection(definition) -> dict:
     }
 
 
-def _embedding_space(workspace: Workspace, record: Record) -> str | None:
+def _embedding_space(workspace: Workspace, record: Record, spaces: list[str] | None) -> str | None:
     """The space of the record's vector: the catalog's active space when the record has a vector
     there, otherwise its newest vector's space, otherwise None."""
-    spaces = list(RecordEmbedding.objects.filter(record=record).order_by("-created_at", "-id")
-                  .values_list("space", flat=True))
+    if spaces is None:
+        spaces = list(RecordEmbedding.objects.filter(record=record).order_by("-created_at", "-id")
+                      .values_list("space", flat=True))
     if not spaces:
         return None
     models_conf = catalog_for_workspace(workspace).value("models", "models")

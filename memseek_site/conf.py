@@ -42,6 +42,11 @@ DEFAULTS: dict[str, object] = {
     "MEMORY_AROUND_MAX": 50,
     "MEMORY_GREP_MAX_CHARS": 512,
     "MEMORY_GREP_CANDIDATES": 10_000,
+    # Lexical search (lexical-search.md): ceilings of a request's scan budgets, and how many
+    # retrievals may run at once across every process sharing the database
+    "LEXICAL_SCAN_ROWS_MAX": 2_000_000,
+    "LEXICAL_SCAN_BYTES_MAX": 4_294_967_296,
+    "LEXICAL_RETRIEVAL_SLOTS": 4,
     # Lexical index (catalog_app.lexical): the analyzers the write path maintains, comma-separated
     # (bm25_v1, english); each one costs every write that makes records visible.
     "LEXICAL_ANALYZERS": "bm25_v1",

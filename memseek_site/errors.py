@@ -111,6 +111,13 @@ ERROR_STATUS: dict[str, int] = {
     "origin_not_allowed": 403,
     "tool_not_found": 404,
     "tool_binding_inactive": 409,
+    # Lexical search (lexical-search.md): POST /search/lexical answers 400 for every request problem
+    "lexical_request": 400,
+    "lexical_query_terms": 400,
+    "lexical_scan_budget": 400,
+    "retrieval_scan_limit": 400,
+    "retrieval_busy": 503,
+    "retrieval_inconsistency": 500,
     # Dependencies
     "database_unavailable": 503,
     "embedding_unavailable": 503,

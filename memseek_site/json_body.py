@@ -65,16 +65,21 @@ class StrictJSONParser(BaseParser):
     """
 
     media_type = "application/json"
+    limit_name = "MAX_BODY_BYTES"  # how the 413 detail names the limit
+
+    def body_limit(self) -> int:
+        """The most bytes a body may have; a route's own subclass may hold its bodies to less."""
+        return memseek_setting("MAX_BODY_BYTES")
 
     def parse(self, stream, media_type=None, parser_context=None):
-        limit = memseek_setting("MAX_BODY_BYTES")
+        limit = self.body_limit()
         meta = parser_context["request"].META
         declared = meta.get("CONTENT_LENGTH") or meta.get("HTTP_CONTENT_LENGTH") or "0"
         if declared.isdigit() and int(declared) > limit:
-            raise _too_large(int(declared), limit)
+            raise _too_large(int(declared), limit, self.limit_name)
         raw = stream.read(limit + 1)
         if len(raw) > limit:
-            raise _too_large(None, limit)
+            raise _too_large(None, limit, self.limit_name)
         return decode_json_body(raw)
 
 
@@ -219,7 +224,7 @@ def _too_deep(path: str | None) -> ApiError:
     return _rule("json_too_deep", path or "", message)
 
 
-def _too_large(size: int | None, limit: int) -> ApiError:
+def _too_large(size: int | None, limit: int, limit_name: str) -> ApiError:
     size_text = f"is {size} bytes" if size is not None else "is larger than that"
-    return ApiError("body_too_large", f"The body {size_text}; at most {limit} bytes are accepted (MAX_BODY_BYTES). "
+    return ApiError("body_too_large", f"The body {size_text}; at most {limit} bytes are accepted ({limit_name}). "
                                       "Split the batch.")

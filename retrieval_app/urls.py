@@ -6,6 +6,7 @@ from .memory.api import (MemoryAroundView, MemoryGrepView, MemoryHistoryView, Me
                          MemoryReadView)
 from .mcp.api import ToolListView
 from .mcp.http import McpView
+from .lexical.api import LexicalSearchView
 
 urlpatterns = [
     path("retrieve", RetrieveView.as_view(), name="retrieve"),
@@ -21,4 +22,5 @@ urlpatterns = [
     path("memory/history", MemoryHistoryView.as_view(), name="memory-history"),
     path("tools", ToolListView.as_view(), name="tools"),
     path("mcp", McpView.as_view(), name="mcp"),
+    path("search/lexical", LexicalSearchView.as_view(), name="search-lexical"),
 ]

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 from catalog_app.catalog.runtime import catalog_for_workspace
+from memseek_site.conf import memseek_setting
 
+from .engine.bm25 import B, IDF_FORMULA, K1, SCORE_FORMULA
 from .engine.profiles import BACKEND_CAPABILITIES, all_profiles
 from .engine.rank_expression import rank_to_json
 from .engine.rank_grammar import RANK_GRAMMAR
@@ -34,4 +36,21 @@ def rank_schema(*, workspace) -> dict:
                      for name, p in sorted(all_profiles(catalog).items())},
         "bindings": bindings,
         "backends": {name: list(capabilities) for name, capabilities in BACKEND_CAPABILITIES.items()},
+        "ranking": ranking_catalog(),
     }
+
+
+def ranking_catalog() -> dict:
+    """The immutable ranking profiles (lexical-search.md ``bm25_v1``) beside this server's
+    execution capacity for them: the scan ceilings and concurrent retrieval slots (operator
+    settings, not part of the profile)."""
+    return {"bm25_v1": {
+        "route": "POST /search/lexical",
+        "tokens": "split on every non-alphanumeric Unicode character, lowercased; no stemming, stopwords or "
+                  "Unicode normalisation; query terms deduplicated; record text only, never metadata",
+        "k1": K1, "b": B, "idf": IDF_FORMULA, "score": SCORE_FORMULA,
+        "ties": "ascending record UUID",
+        "capacity": {"scan_records_max": memseek_setting("LEXICAL_SCAN_ROWS_MAX"),
+                     "scan_bytes_max": memseek_setting("LEXICAL_SCAN_BYTES_MAX"),
+                     "retrieval_slots": memseek_setting("LEXICAL_RETRIEVAL_SLOTS")},
+    }}

@@ -13,7 +13,9 @@ _RankSchema = inline_serializer("RankSchema", {
     "rank": serializers.JSONField(), "result_scores": serializers.JSONField(), "search_spec": serializers.JSONField(),
     "rank_hash": serializers.CharField(), "default_candidates": serializers.IntegerField(),
     "variants": serializers.JSONField(), "profiles": serializers.JSONField(), "bindings": serializers.JSONField(),
-    "backends": serializers.JSONField()})
+    "backends": serializers.JSONField(),
+    "ranking": serializers.JSONField(help_text="{bm25_v1: {k1, b, idf, score, tokens, ties, route, capacity: "
+                                     "{scan_records_max, scan_bytes_max, retrieval_slots}}}")})
 
 
 class RankSchemaView(APIView):

@@ -18,6 +18,10 @@ from dataclasses import dataclass
 
 K1 = 1.2
 B = 0.75
+# The formula as lexical-search.md writes it, published in the ranking catalog (GET /rank/schema).
+IDF_FORMULA = "idf(term) = ln(1 + (N - df(term) + 0.5) / (df(term) + 0.5))"
+SCORE_FORMULA = ("score = sum(idf(term) * tf(term) * 2.2 / (tf(term) + 1.2 * (0.25 + 0.75 * length / "
+                 "average_length)))")
 
 
 def idf(n: int, df: int) -> float:

@@ -116,6 +116,13 @@ def _resolve_source(spec, source: Source, path: str, catalog: Catalog, score_nam
                           MappingProxyType({name: MappingProxyType(by_version) for name, by_version in fields.items()}))
 
 
+def scope_versions(source: Source, catalog: Catalog) -> tuple[Collection, ...]:
+    """The collection versions an ad-hoc source's scope reaches (pinned ones, else every loaded
+    version of each named collection, else of every collection). Raises ``ResolveError`` at
+    ``scope.collections[i]`` / ``scope.collection_versions.<name>[i]``."""
+    return _versions(source, "", catalog, view=False)
+
+
 def _versions(source: Source, path: str, catalog: Catalog, view: bool) -> tuple[Collection, ...]:
     scope_path = _at(path, "scope.collections")
     names = source.scope.collections

@@ -237,6 +237,12 @@ def _source(doc: dict, path: str, name: str | None, allow_system: bool, k: int, 
                   candidates=candidates, k=k, weight=weight)
 
 
+def parse_scope(raw, path: str = "scope") -> Scope:
+    """A search scope on its own (another route's body embeds it at ``path``); ``_system`` is
+    not readable. Raises ``SpecError``."""
+    return _scope(raw, path, allow_system=False)
+
+
 def _scope(raw, path: str, allow_system: bool) -> Scope:
     doc = _mapping(raw, path, allowed=_SCOPE_KEYS)
     collections = _names(doc.get("collections", []), at(path, "collections"), pattern=None)

@@ -72,6 +72,7 @@ COVERED = {
     ("POST", "/records/{id}/approve"), ("POST", "/records/{id}/reject"), ("POST", "/retrieve"),
     ("GET", "/receipts/{id}"), ("POST", "/receipts/{id}/feedback"), ("POST", "/evaluate"),
     ("GET", "/tools"), ("POST", "/mcp"),  # checked in tests/retrieval_app/test_mcp_endpoint.py
+    ("POST", "/search/lexical"),
 }
 COVERED |= {("GET", f"/memory/{route}") for route in ("grep", "latest", "around", "read", "ls", "history")}
 
@@ -138,6 +139,10 @@ def test_retrieval_routes_match_the_schema(api, workspace):
           "POST", "/receipts/{id}/feedback", 200)
     check(api.post("/evaluate", {"k": 5, "queries": [{"query": "Q3 budget", "relevant": {ids[0]: 2}}]},
                    format="json"), "POST", "/evaluate")
+    lexical = check(api.post("/search/lexical", {"contract_version": 1, "mode": "lexical", "scope": {},
+                                                 "query": {"text": "Q3 budget", "scan_limit": 2}}, format="json"),
+                    "POST", "/search/lexical")
+    assert lexical["page"]["hits"] and lexical["page"]["next_after"]
 
 
 @pytest.mark.parametrize(("method", "route", "url", "body", "status"), [
@@ -147,6 +152,7 @@ def test_retrieval_routes_match_the_schema(api, workspace):
     ("GET", "/records/{id}", "/records/not-a-uuid", None, 422),
     ("POST", "/views/{name}/query", "/views/nope/query", {}, 404),
     ("GET", "/timeline", "/timeline", None, 422),
+    ("POST", "/search/lexical", "/search/lexical", {"contract_version": 1, "mode": "text"}, 400),
 ])
 def test_error_envelopes_match_the_schema(api, catalog, method, route, url, body, status):
     response = api.post(url, body, format="json") if method == "POST" else api.get(url)

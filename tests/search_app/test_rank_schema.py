@@ -21,7 +21,7 @@ from tests.conftest import EXAMPLE_CATALOG
 
 RANK_FILE = "conf/rank_default.yaml"
 KEYS = ["rank", "result_scores", "search_spec", "rank_hash", "default_candidates", "variants", "profiles",
-        "bindings", "backends"]
+        "bindings", "backends", "ranking"]
 RESULT_SCORES = {"rank_field": "rank", "score_field": "score", "native_score_field": "rank_score",
                  "score_range": [0.0, 1.0], "score_semantics": "query_relative", "normalization": "min_max",
                  "normalization_scope": "ranked_candidates", "calibrated": False,
@@ -175,3 +175,12 @@ def test_a_broken_rank_default_fails_to_load_with_its_path(api, catalog, tmp_pat
     assert Definition.objects.filter(workspace=catalog).count() == rows
     assert Workspace.objects.get(pk=catalog.pk).catalog_revision == revision
     assert rank_schema(api)["rank_hash"] == BUILT_IN_HASH
+
+
+def test_the_ranking_catalog_publishes_bm25_v1_and_the_configured_capacity(api, catalog, settings):
+    settings.MEMSEEK = {"LEXICAL_SCAN_ROWS_MAX": 500, "LEXICAL_SCAN_BYTES_MAX": 4096, "LEXICAL_RETRIEVAL_SLOTS": 3}
+    bm25 = rank_schema(api)["ranking"]["bm25_v1"]
+    assert (bm25["k1"], bm25["b"]) == (1.2, 0.75)
+    assert bm25["idf"] == "idf(term) = ln(1 + (N - df(term) + 0.5) / (df(term) + 0.5))"
+    assert bm25["capacity"] == {"scan_records_max": 500, "scan_bytes_max": 4096, "retrieval_slots": 3}
+    assert bm25["route"] == "POST /search/lexical" and bm25["ties"] == "ascending record UUID"

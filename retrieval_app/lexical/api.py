@@ -1,0 +1,126 @@
+"""``POST /search/lexical``: a thin view over ``retrieval_app.lexical.service``.
+
+The route holds its JSON bodies to ``LEXICAL_BODY_BYTES`` (lexical-search.md: 65,536 bytes,
+``413 body_too_large``), and answers every request problem, the shared body rules included
+(syntax, depth, duplicate keys, NUL, ranges), with ``400`` as the page says: a body-rule error
+keeps its message and path under the code ``lexical_request``. The serializers only describe
+shapes for the OpenAPI document; the body is parsed by ``retrieval_app.lexical.request``.
+"""
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from catalog_app.api.reads import RecordDereferenceSerializer
+from catalog_app.api.schema import ErrorSerializer
+from memseek_site.errors import ApiError
+from memseek_site.json_body import StrictJSONParser
+
+from .request import DEFAULT_LIMIT, DEFAULT_SCAN_BYTES_LIMIT, DEFAULT_SCAN_LIMIT, MAX_LIMIT
+from .service import lexical_search
+from .slots import RetrievalBusy
+
+LEXICAL_BODY_BYTES = 65_536
+
+
+class LexicalJSONParser(StrictJSONParser):
+    limit_name = "the lexical route's limit"
+
+    def body_limit(self) -> int:
+        return LEXICAL_BODY_BYTES
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except ApiError as error:
+            if error.status != 422:
+                raise
+            raise error.relocated(error.path, code="lexical_request") from None
+
+
+class LexicalScopeSerializer(serializers.Serializer):
+    collections = serializers.ListField(child=serializers.CharField(), required=False,
+                                        help_text="Default: every collection of the workspace.")
+    collection_versions = serializers.DictField(child=serializers.ListField(child=serializers.IntegerField()),
+                                                required=False)
+    entities = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True)
+    types = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True)
+    status = serializers.CharField(required=False, default="active", help_text="active (default), draft or all.")
+    keyed = serializers.JSONField(required=False, help_text="true, false or \"any\" (default).")
+    versions = serializers.CharField(required=False, default="current",
+                                     help_text="current (default: the newest row of each keyed lane) or all.")
+    occurred_after = serializers.DateTimeField(required=False)
+    occurred_before = serializers.DateTimeField(required=False)
+    depth_lte = serializers.IntegerField(required=False, min_value=0)
+
+
+class LexicalQuerySerializer(serializers.Serializer):
+    text = serializers.CharField(help_text="At least one bm25_v1 term (a run of letters or digits).")
+    limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT, default=DEFAULT_LIMIT)
+    scan_limit = serializers.IntegerField(required=False, min_value=1, default=DEFAULT_SCAN_LIMIT,
+                                          help_text="Source rows to admit; at most LEXICAL_SCAN_ROWS_MAX.")
+    scan_bytes_limit = serializers.IntegerField(required=False, min_value=1, default=DEFAULT_SCAN_BYTES_LIMIT,
+                                                help_text="Source bytes to admit; at most LEXICAL_SCAN_BYTES_MAX.")
+    after = serializers.UUIDField(required=False, allow_null=True,
+                                  help_text="Exclusive source-row cursor: the previous page's next_after.")
+    type = serializers.CharField(required=False, allow_null=True, help_text="One record type.")
+    tag = serializers.CharField(required=False, allow_null=True,
+                                help_text="A value of the collection's declared `tags` field.")
+
+
+class LexicalRequestSerializer(serializers.Serializer):
+    contract_version = serializers.ChoiceField([1])
+    mode = serializers.ChoiceField(["lexical"])
+    scope = LexicalScopeSerializer()
+    query = LexicalQuerySerializer()
+
+
+class LexicalHitSerializer(serializers.Serializer):
+    record = RecordDereferenceSerializer()
+    score = serializers.FloatField(help_text="Positive raw BM25; orders results, not a probability.")
+
+
+class LexicalPageSerializer(serializers.Serializer):
+    hits = LexicalHitSerializer(many=True)
+    matched_records = serializers.IntegerField()
+    corpus_records = serializers.IntegerField()
+    scanned_records = serializers.IntegerField()
+    scanned_bytes = serializers.IntegerField()
+    exhaustive = serializers.BooleanField()
+    next_after = serializers.UUIDField(allow_null=True)
+
+
+class LexicalTimingSerializer(serializers.Serializer):
+    retrieval_micros = serializers.IntegerField()
+
+
+class LexicalResponseSerializer(serializers.Serializer):
+    contract_version = serializers.IntegerField()
+    scope = serializers.JSONField()
+    mode = serializers.CharField()
+    ranking_version = serializers.CharField()
+    page = LexicalPageSerializer()
+    timing = LexicalTimingSerializer()
+
+
+class LexicalSearchView(APIView):
+    parser_classes = [LexicalJSONParser]
+
+    @extend_schema(
+        summary="Exact BM25 (bm25_v1) over a scope, with scan budgets, coverage and a source-row cursor",
+        request=LexicalRequestSerializer,
+        responses={200: LexicalResponseSerializer, 400: ErrorSerializer, 401: ErrorSerializer,
+                   413: ErrorSerializer, 415: ErrorSerializer, 500: ErrorSerializer,
+                   503: OpenApiResponse(ErrorSerializer, description="retrieval_busy, with Retry-After")},
+        examples=[OpenApiExample("Identifiers and error codes", request_only=True, value={
+            "contract_version": 1, "mode": "lexical", "scope": {"collections": ["main"]},
+            "query": {"text": "ZX17 retry failure", "limit": 10, "scan_limit": 10000, "scan_bytes_limit": 8388608,
+                      "after": None, "type": None, "tag": None}})])
+    def post(self, request):
+        return Response(lexical_search(workspace=request.auth, body=request.data))
+
+    def handle_exception(self, exc):
+        response = super().handle_exception(exc)
+        if isinstance(exc, RetrievalBusy):
+            response["Retry-After"] = str(exc.retry_after)
+        return response
