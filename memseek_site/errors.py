@@ -108,6 +108,10 @@ ERROR_STATUS: dict[str, int] = {
     "memory_filter_invalid": 503,
     # POST /receipts/{id}/feedback (dedupe_conflict above), POST /evaluate (view_not_found above)
     "record_not_in_receipt": 422,
+    # Memory addresses and lookups (memory-brief-and-lookups.md): /memory/*
+    "invalid_path": 422,
+    "date_order": 422,
+    "path_not_found": 404,
     # Dependencies
     "database_unavailable": 503,
     "embedding_unavailable": 503,

@@ -2,8 +2,15 @@
 
 The contract (hashed into every record as ``collection_hash``) is ``name, version, mode,
 schema, text_projection, fields, required_processors``; the bindings ``active,
-optional_processors, search_profile, allowed_search_profiles, answerable`` are not part of it,
-so editing them never strands stored rows.
+optional_processors, search_profile, allowed_search_profiles, answerable, role_field,
+thread_field`` are not part of it, so editing them never strands stored rows.
+
+``role_field`` names the declared field whose value says who spoke a passage (its role or
+speaker); ``thread_field`` names the declared field whose value identifies a conversation
+thread. Both only say how stored rows are read (the memory lookups and brief), never what a
+record may hold, which is why they are bindings. Each must name a declared scalar field
+(``role_field``: a string; ``thread_field``: a string or an integer). They enter the stored body
+only when set, so definitions stored before the keys existed keep their hash.
 """
 from __future__ import annotations
 
@@ -26,7 +33,9 @@ PLACEHOLDER = re.compile(r"\{\{\s*([^{}\s]+)\s*\}\}")
 BUILTIN_PROFILES = ("pg_default",)
 CONTRACT_KEYS = ("name", "version", "mode", "schema", "text_projection", "fields", "required_processors")
 _ALLOWED = {"name", "version", "active", "mode", "schema", "text_projection", "fields", "required_processors",
-            "optional_processors", "search_profile", "allowed_search_profiles", "answerable"}
+            "optional_processors", "search_profile", "allowed_search_profiles", "answerable", "role_field",
+            "thread_field"}
+_READING_FIELD_TYPES = {"role_field": ("string",), "thread_field": ("string", "integer")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +67,8 @@ class Collection:
     allowed_search_profiles: tuple[str, ...]
     answerable: bool
     contract_hash: str
+    role_field: str | None  # the declared field holding who spoke (module docstring)
+    thread_field: str | None  # the declared field identifying a conversation thread
 
     @property
     def processors(self) -> tuple[str, ...]:
@@ -109,6 +120,9 @@ def validate(raw, path: str, catalog: Catalog) -> Validated:
             "fields": fields, "required_processors": required, "optional_processors": optional,
             "search_profile": profile, "allowed_search_profiles": allowed_profiles,
             "answerable": checks.boolean(doc.get("answerable", False), checks.at(path, "answerable"))}
+    for key in _READING_FIELD_TYPES:
+        if key in doc:
+            body[key] = _reading_field(key, doc[key], checks.at(path, key), fields)
     return Validated(name, version, active, body, contract_hash(body))
 
 
@@ -176,6 +190,20 @@ def _fields(raw, path: str, schema: dict, catalog: Catalog, required: list[str])
     return result
 
 
+def _reading_field(key: str, value, path: str, fields: dict) -> str:
+    """``role_field`` / ``thread_field``: the name of a declared scalar field of an allowed type."""
+    field_name = checks.name(value, path, checks.FIELD_NAME)
+    spec = fields.get(field_name)
+    if spec is None:
+        declared = ", ".join(sorted(fields)) or "none declared"
+        raise CatalogError("reference", f"{field_name!r} is not a declared field (declared: {declared})", path)
+    allowed = _READING_FIELD_TYPES[key]
+    if spec["type"] not in allowed:
+        raise CatalogError("field_type", f"field {field_name} is {spec['type']}; {key} needs a "
+                           f"{' or '.join(allowed)} field", path)
+    return field_name
+
+
 def _field_type(value, path: str) -> tuple[str, bool]:
     if isinstance(value, list) and len(value) == 1 and value[0] in FIELD_TYPES:
         return value[0], True
@@ -228,4 +256,4 @@ def build(body: dict) -> Collection:
         required_processors=tuple(body["required_processors"]),
         optional_processors=tuple(body["optional_processors"]), search_profile=body["search_profile"],
         allowed_search_profiles=tuple(body["allowed_search_profiles"]), answerable=body["answerable"],
-        contract_hash=contract_hash(body))
+        contract_hash=contract_hash(body), role_field=body.get("role_field"), thread_field=body.get("thread_field"))

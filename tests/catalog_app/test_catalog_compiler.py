@@ -196,6 +196,7 @@ def row(case_id: str, edits, *expected: tuple[str, str, str]):
 
 
 F = "collections[0].fields.f"  # the field every field row declares
+TITLE_FIELD = {"path": "content.title", "type": "string"}
 C0 = "collections[0]"
 P0 = "processors[0]"
 
@@ -322,6 +323,24 @@ BROKEN_CATALOGS = [
         (NOTES, f"{F}.type", "field_type")),
     row("field-scalar-over-array", notes({"fields.f": {"path": "content.tags", "type": "string"}}),
         (NOTES, f"{F}.type", "field_type")),
+
+    # Collections: who spoke and conversation threads
+    row("role-field-undeclared", notes({"role_field": "title"}), (NOTES, f"{C0}.role_field", "reference")),
+    row("role-field-not-a-name", notes({"fields.f": TITLE_FIELD, "role_field": "F"}),
+        (NOTES, f"{C0}.role_field", "schema")),
+    row("role-field-not-a-string", notes({"fields.f": TITLE_FIELD, "role_field": ["f"]}),
+        (NOTES, f"{C0}.role_field", "schema")),
+    row("role-field-integer-field", notes({"fields.f": {"path": "content.size", "type": "integer"}, "role_field": "f"}),
+        (NOTES, f"{C0}.role_field", "field_type")),
+    row("role-field-array-field", notes({"fields.f": {"path": "content.tags", "type": ["string"]}, "role_field": "f"}),
+        (NOTES, f"{C0}.role_field", "field_type")),
+    row("thread-field-undeclared", notes({"thread_field": "ghost"}), (NOTES, f"{C0}.thread_field", "reference")),
+    row("thread-field-null", notes({"fields.f": TITLE_FIELD, "thread_field": None}),
+        (NOTES, f"{C0}.thread_field", "schema")),
+    row("thread-field-boolean-field", notes({"fields.f": {"path": "content.done", "type": "boolean"},
+                                             "thread_field": "f"}), (NOTES, f"{C0}.thread_field", "field_type")),
+    row("thread-field-datetime-field", notes({"fields.f": {"path": "content.when", "type": "datetime"},
+                                              "thread_field": "f"}), (NOTES, f"{C0}.thread_field", "field_type")),
 
     # Collections: processors
     row("required-processor-unknown", notes({"required_processors": ["ghost"]}),
@@ -597,6 +616,8 @@ def test_every_static_broken_catalog_is_in_the_table():
                  id="two-versions-in-two-files"),
     pytest.param([notes({"text_projection": "{{ title }} at {{when}}"})], id="text-projection"),
     pytest.param([notes({"allowed_search_profiles": ["pg_default"], "answerable": True})], id="bindings"),
+    pytest.param([notes({"fields.f": TITLE_FIELD, "fields.n": {"path": "content.size", "type": "integer"},
+                         "role_field": "f", "thread_field": "n"})], id="role-and-integer-thread-fields"),
     pytest.param([notes(file="collections/notes.yml")], id="yml-suffix"),
     pytest.param([models({"providers.llm.base_url": "http://localhost:8080/v1"})], id="http-localhost"),
     pytest.param([models({"providers.llm.base_url": "http://127.0.0.1:8080/v1"})], id="http-loopback-v4"),
@@ -846,6 +867,20 @@ def test_contract_hash_changes_with_the_contract(tmp_path, key):
     edited = _notes_definition(tmp_path, *CONTRACT_EDITS[key])
     assert edited.contract_hash != base.contract_hash
     assert edited.hash != base.hash
+
+
+@pytest.mark.parametrize("key", ["role_field", "thread_field"])
+def test_reading_fields_are_bindings_outside_the_contract(tmp_path, key):
+    base = _notes_definition(tmp_path, notes({"fields.f": TITLE_FIELD}))
+    edited = _notes_definition(tmp_path, notes({"fields.f": TITLE_FIELD, key: "f"}))
+    assert edited.contract_hash == base.contract_hash and edited.hash != base.hash
+    assert getattr(edited.value, key) == "f" and getattr(base.value, key) is None
+    assert key not in base.body  # unset keys stay out of the body, so older stored bodies keep their hash
+
+
+def test_example_main_collection_declares_speaker_and_thread():
+    main = compile_catalog(EXAMPLE, Catalog()).catalog.value("collection", "main")
+    assert (main.role_field, main.thread_field) == ("speaker", "thread")
 
 
 def test_contract_hash_function_covers_only_contract_keys():
