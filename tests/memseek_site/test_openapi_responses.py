@@ -72,6 +72,7 @@ COVERED = {
     ("POST", "/records/{id}/approve"), ("POST", "/records/{id}/reject"), ("POST", "/retrieve"),
     ("GET", "/receipts/{id}"), ("POST", "/receipts/{id}/feedback"), ("POST", "/evaluate"),
 }
+COVERED |= {("POST", "/memory/search")}  # tests/memseek_site/test_openapi_memory_search.py
 
 
 def test_every_documented_operation_is_checked_here():
