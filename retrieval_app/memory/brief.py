@@ -73,7 +73,7 @@ def memory_search(*, workspace, body, trace: Trace = NO_TRACE) -> dict:
     if request.brief:
         if any(role.lower() in ASSISTANT_ROLES for role_set in roles for role in role_set):
             notes.append("Passages whose role is the assistant are its own suggestions, not the person's words.")
-        known = _known(workspace.pk, request.entity, end)
+        known = _known(workspace.pk, request.entity, request.window.end)
         dated = [Dated(str(row.id), row.occurred_at.date()) for row in facts]
         lines = worked_out(request.query, facts=dated,
                            passages=[Dated(str(row.id), row.occurred_at.date()) for row in passages],

@@ -93,6 +93,8 @@ def test_relative_words_narrow_the_window_against_before_and_say_so(api, ids):
     body = search(api, {"query": "Who visited me in May?", "entity": "maria", "before": "2024-06-10"})
     assert hit_ids(body) == [ids["sister"]]
     assert body["notes"][0].startswith("The question's \"in May\" was read as 2024-05-01 to 2024-05-31")
+    # What is known now is as of before, not as of the end of the question's window.
+    assert body["known"][0]["ids"] == [ids["porto"]]
 
 
 def test_a_window_with_nothing_in_it_falls_back_with_a_note(api, ids):
