@@ -142,7 +142,7 @@ def markdown(result: dict) -> str:
                                  [[name, f"{latency[name]['p50_ms']:.1f}", f"{latency[name]['p95_ms']:.1f}",
                                    latency[name]["n"]] for name in ("brief", "hybrid_search")]),
                   "", f"- brief ÷ hybrid /search (p50): {latency['ratio_p50']:.2f}; mean hits {entry['mean_found']:.1f}; "
-                  f"query embedding p50 {entry['query_embedding']['p50_ms']:.1f} ms (excluded); load average "
+                  f"query embedding p50 {entry['query_embedding']['service']['p50_ms']:.1f} ms (excluded); load average "
                   f"{entry['load_average_1m']}.",
                   f"- Target: brief p50 ≤ {TARGET_P50_MS:.0f} ms at 100,000 records"
                   + (f": {latency['brief']['p50_ms']:.1f} ms, {'met' if latency['brief']['p50_ms'] <= TARGET_P50_MS else 'missed'}."
