@@ -50,6 +50,10 @@ DEFAULTS: dict[str, object] = {
     # Lexical index (catalog_app.lexical): the analyzers the write path maintains, comma-separated
     # (bm25_v1, english); each one costs every write that makes records visible.
     "LEXICAL_ANALYZERS": "bm25_v1",
+    # POST /memory/search (memory-brief-and-lookups.md)
+    "MEMORY_SEARCH_HITS": 10,
+    "MEMORY_SEARCH_FACTS": 10,
+    "MEMORY_KNOWN_LINES": 50,
     # Auth
     "API_KEY_CACHE_TTL_S": 60,
     # Enrichment
@@ -67,7 +71,9 @@ DEFAULTS: dict[str, object] = {
 }
 
 _CEILINGS = {"API_KEY_CACHE_TTL_S": 60, "MAX_GRAPH_DEPTH": 16, "MAX_GRAPH_PATHS": 500,
-             "MAX_DERIVATION_DEPTH": 16, "MAX_DERIVED_FROM": 256, "MEMORY_MAX_PAGE": 1000, "MEMORY_AROUND_MAX": 500}
+             "MAX_DERIVATION_DEPTH": 16, "MAX_DERIVED_FROM": 256, "MEMORY_MAX_PAGE": 1000,
+             "MEMORY_AROUND_MAX": 500, "MEMORY_SEARCH_HITS": 50, "MEMORY_SEARCH_FACTS": 50,
+             "MEMORY_KNOWN_LINES": 200}
 
 
 def memseek_setting(name: str):

@@ -101,6 +101,11 @@ ERROR_STATUS: dict[str, int] = {
     "CONTEXT_BUDGET_TOO_SMALL": 422,  # spelled exactly as the spec names it
     "receipt_not_found": 404,
     "workspace_setting": 409,
+    # POST /memory/search (memory-brief-and-lookups.md)
+    "memory_filter_budget": 503,
+    "memory_filter_timeout": 503,
+    "memory_filter_unavailable": 503,
+    "memory_filter_invalid": 503,
     # POST /receipts/{id}/feedback (dedupe_conflict above), POST /evaluate (view_not_found above)
     "record_not_in_receipt": 422,
     # Memory addresses and lookups (memory-brief-and-lookups.md): /memory/*

@@ -75,3 +75,18 @@ class RecordUtility(models.Model):
 
     def __str__(self):
         return f"utility of {self.record_id}: {self.total}/{self.n}"
+
+
+class MemoryModelCalls(models.Model):
+    """How many model calls ``POST /memory/search`` made for one workspace on one UTC day.
+
+    The row is claimed with one ``INSERT ... ON CONFLICT DO UPDATE ... WHERE calls < limit``
+    (``retrieval_app.memory.brief_budget``), so concurrent searches never spend past the
+    workspace's daily budget."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="memory_model_calls")
+    day = models.DateField()
+    calls = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["workspace", "day"], name="memory_model_calls_day")]

@@ -29,6 +29,7 @@ DEFAULTS: dict[str, object] = {
     "retrieval.floor": {"ratio": 0.35, "minimum": 0.0},
     "retrieval.recencyHalfLifeHours": 168,
     "retrieval.frequencyMidpoint": 5,
+    "retrieval.memory.dailyModelCalls": 1000,
 }
 
 
@@ -44,6 +45,7 @@ class RetrievalSettings:
     floor_minimum: float
     recency_half_life_hours: float
     frequency_midpoint: float
+    memory_daily_model_calls: int  # POST /memory/search filter calls per UTC day; 0: never call
 
 
 def retrieval_settings(workspace) -> RetrievalSettings:
@@ -79,6 +81,8 @@ def settings_from(stored) -> RetrievalSettings:
         floor_minimum=_number(floor["minimum"], "retrieval.floor.minimum", minimum=0, maximum=1),
         recency_half_life_hours=_positive(value["retrieval.recencyHalfLifeHours"], "retrieval.recencyHalfLifeHours"),
         frequency_midpoint=_positive(value["retrieval.frequencyMidpoint"], "retrieval.frequencyMidpoint"),
+        memory_daily_model_calls=_integer(value["retrieval.memory.dailyModelCalls"],
+                                          "retrieval.memory.dailyModelCalls", minimum=0, maximum=1_000_000),
     )
 
 

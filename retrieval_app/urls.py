@@ -7,6 +7,7 @@ from .memory.api import (MemoryAroundView, MemoryGrepView, MemoryHistoryView, Me
 from .mcp.api import ToolListView
 from .mcp.http import McpView
 from .lexical.api import LexicalSearchView
+from .memory.brief_api import MemorySearchView
 
 urlpatterns = [
     path("retrieve", RetrieveView.as_view(), name="retrieve"),
@@ -23,4 +24,5 @@ urlpatterns = [
     path("tools", ToolListView.as_view(), name="tools"),
     path("mcp", McpView.as_view(), name="mcp"),
     path("search/lexical", LexicalSearchView.as_view(), name="search-lexical"),
+    path("memory/search", MemorySearchView.as_view(), name="memory-search"),
 ]

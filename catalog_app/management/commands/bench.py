@@ -21,6 +21,7 @@ BENCHMARKS = {
     "lookups": "GET /memory/* lookup latency beside their raw SQL",
     "lexical": "exact BM25 top-k from the lexical index beside the full scan",
     "mcp": "an MCP view tool call over Streamable HTTP beside the same REST call",
+    "brief": "POST /memory/search: brief recall on LoCoMo and latency",
 }
 
 
