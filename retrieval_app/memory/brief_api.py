@@ -7,6 +7,7 @@ from rest_framework.views import APIView
 
 from catalog_app.api.schema import ErrorSerializer
 
+from .api import MemoryHitSerializer
 from .brief import memory_search
 
 
@@ -20,16 +21,6 @@ class MemorySearchRequestSerializer(serializers.Serializer):
                                    "question are read against it.")
     after = serializers.CharField(required=False, help_text="YYYY-MM-DD or a full ISO time with a zone: only memory "
                                   "from then on; the answer is the ranked list.")
-
-
-class MemoryHitSerializer(serializers.Serializer):
-    id = serializers.UUIDField()
-    path = serializers.CharField(help_text="passages/<collection>/<entity>/<record id>")
-    roles = serializers.ListField(child=serializers.CharField(), help_text="Who spoke (the collection's role_field).")
-    text = serializers.CharField(help_text="At most 1,400 characters; GET /memory/read gives it whole.")
-    truncated = serializers.BooleanField()
-    content = serializers.CharField(help_text='Always "stored".')
-    occurred_at = serializers.DateTimeField()
 
 
 class MemoryFactSourceSerializer(serializers.Serializer):
