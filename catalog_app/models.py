@@ -208,3 +208,10 @@ class ReviewAudit(models.Model):
 
     def __str__(self):
         return f"{self.action} {self.draft_id} by {self.actor}"
+
+
+# The lexical index's tables live with their package; importing them here registers them.
+from .lexical.models import (  # noqa: E402,F401
+    LexicalBackfill, LexicalDocument, LexicalGroup, LexicalGroupStats, LexicalPosting, LexicalSourceTotals,
+    LexicalTermStats,
+)

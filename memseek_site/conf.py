@@ -34,6 +34,9 @@ DEFAULTS: dict[str, object] = {
     "MAX_GRAPH_PATHS": 100,
     "MODEL_CONTEXT_TOKENS": 60_000,
     "MAX_PROMPT_TOKENS": 50_000,
+    # Lexical index (catalog_app.lexical): the analyzers the write path maintains, comma-separated
+    # (bm25_v1, english); each one costs every write that makes records visible.
+    "LEXICAL_ANALYZERS": "bm25_v1",
     # Auth
     "API_KEY_CACHE_TTL_S": 60,
     # Enrichment

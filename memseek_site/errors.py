@@ -106,6 +106,8 @@ ERROR_STATUS: dict[str, int] = {
     # Dependencies
     "database_unavailable": 503,
     "embedding_unavailable": 503,
+    # The lexical index disagreeing with itself (catalog_app.lexical): fail, never drop a candidate
+    "lexical_index_inconsistent": 500,
     # Anything else
     "not_found": 404,
     "internal_error": 500,

@@ -14,6 +14,7 @@ Invariants:
   ``enrichment_error[<processor>]``.
 - Ready (``enriched_at``) once every required processor of the record's exact collection
   version has an ``annotation_meta`` entry. Client processors are written at ingest, never here.
+  The lexical index takes in a record made ready in the transaction that marks it.
 """
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ from ..catalog.processors import Processor
 from ..catalog.registry import Definition
 from ..catalog.runtime import catalog_for_workspace
 from ..embedding import EmbeddingUnavailable, embed_texts
+from ..lexical.maintenance import lexical_lock_lanes, lexical_records_changed
 from ..llm import ProviderError, ProviderInvalid
 from ..models import Record
 from ..record_sql import EMBEDDING, RECORD
@@ -251,7 +253,13 @@ def _enrich_claimed(records: list[Record], final_attempt: bool, outcome: Enrichm
         if len(mine) < len(plan.todo):
             outcome.deferred.append(record_id)
     _write(writes, timezone.now().isoformat())
-    outcome.ready += _mark_ready(unwritten)
+    marked = _mark_ready(unwritten)
+    outcome.ready += marked
+    # Readiness can make a record visible: the lexical index follows in this same transaction.
+    now_ready = [plan.record.pk for plan, _, ready in writes if ready] + marked
+    if now_ready:
+        lexical_lock_lanes(record_ids=now_ready)
+        lexical_records_changed(record_ids=now_ready, inserted=False)
 
 
 def _plan(record: Record) -> _Plan | None:

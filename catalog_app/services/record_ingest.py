@@ -5,7 +5,7 @@ names ``records[i]``); content is never updated; a record is ready at insert onl
 required processor is left to run (tombstones and client-only contracts), otherwise
 enrichment is enqueued after commit. Order of work follows the reference: per-item
 preparation → shared workspace lock → entity locks for keyed items (sorted) → parents and
-lineage → dedupe → insert.
+lineage → dedupe → insert → lexical index (``catalog_app.lexical``), in the same transaction.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from memseek_site.errors import ApiError
 from memseek_site.parsing import fail
 
 from ..catalog.runtime import catalog_for_workspace
+from ..lexical.maintenance import lexical_records_changed
 from ..models import Workspace
 from ..record_sql import RECORD, current_in_lane
 from .record_input import PreparedRecord, prepare_record
@@ -77,6 +78,8 @@ def record_ingest_batch(*, workspace: Workspace, items) -> IngestResult:
         depths = _depths(workspace, prepared)
         to_insert, duplicates, repeats = _dedupe(workspace, prepared)
         inserted, raced = _insert(workspace, [(index, prepared[index], depths[index]) for index in to_insert])
+        # Under the entity locks taken above: a write is searchable when (and only if) it commits.
+        lexical_records_changed(record_ids=[outcome.id for outcome in inserted], inserted=True)
         duplicates += raced
         by_index = {outcome.index: outcome for outcome in inserted + duplicates}
         duplicates += [IngestOutcome(index, by_index[first].id, by_index[first].ready) for index, first in repeats]

@@ -3,7 +3,7 @@
 ``record_make`` bypasses the ingest service on purpose (reads are tested on their own), so it
 keeps the invariants ingest would: ``content["text"] == text``, ``collection_hash`` is the
 contract hash of the catalog's collection version, tombstones carry
-``{"text": "", "tombstone": True}`` and are ready.
+``{"text": "", "tombstone": True}`` and are ready, and the lexical index follows the write.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from catalog_app.catalog.hashing import definition_hash
 from catalog_app.catalog.runtime import catalog_for_workspace
+from catalog_app.lexical.maintenance import lexical_records_changed
 from catalog_app.models import Record, Workspace
 
 SYSTEM_HASH = definition_hash({"collection": "_system"})
@@ -44,6 +45,7 @@ def record_make(workspace: Workspace, *, entity: str = "user-1", collection: str
         derived_from=list(derived_from or []), run_id=run_id, dedupe_key=dedupe_key,
         occurred_at=occurred_at or now, created_at=now, last_accessed=now,
         enriched_at=now if (ready or tombstone) else None, tombstone=tombstone)
+    lexical_records_changed(record_ids=[record.pk], inserted=True)
     record.refresh_from_db()
     return record
 
@@ -58,5 +60,6 @@ def pending_record(workspace: Workspace, *, collection: str, text: str, type: st
         workspace=workspace, collection=collection, collection_version=1, collection_hash=definition.contract_hash,
         entity="customer-1", type=type, text=text, content={"text": text}, occurred_at=created,
         created_at=created, last_accessed=created, **fields)
+    lexical_records_changed(record_ids=[record.pk], inserted=True)
     record.refresh_from_db()
     return record

@@ -18,6 +18,7 @@ BENCHMARKS = {
     "scifact": "retrieval quality on BEIR SciFact (nDCG@10, R@100, MRR@10)",
     "locomo": "evidence recall on LoCoMo conversations beside DRAGON",
     "retrieve": "context retrieval benchmark",
+    "lexical": "exact BM25 top-k from the lexical index beside the full scan",
 }
 
 

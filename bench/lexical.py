@@ -1,0 +1,242 @@
+"""``bench lexical``: exact BM25 top-k from the lexical index beside the full scan it replaces.
+
+    python bench/lexical.py [--size 100000 ...] [--no-scifact] [--million] [--queries 20]
+                            [--iterations 3] [--k 10] [--out DIR] [--data DIR] [--rebuild] [--drop]
+    python manage.py bench lexical [same options]
+
+Corpora: BEIR SciFact (5,183 abstracts, ``--data``, its train queries) and ``bench/corpus.py``'s
+synthetic customer records (``--size``, default 100,000; ``--million`` adds 1,000,000), each in
+its own workspace of the bench database ``memseek_bench_lexical`` (``--database``), reused while
+it holds the expected rows and its index (``--rebuild`` builds again, ``--drop`` drops the
+database at the end). A build writes the records with COPY (ready, no processors: the ingest
+path is ``bench ingest``'s), then builds the index with the backfill service and measures it:
+build seconds and the index's size (the growth of the lexical tables), kept beside the database
+in ``bench/.cache/`` for later runs.
+
+Per query, workspace-wide and in the query's own entity (SciFact has one entity, so only the
+first), ``index_top_k`` and the full scan of the same contract (``pg_bm25.bm25_candidates``, the
+statement of the ``bm25`` channel, over the same scope) run in alternating order; the table gives
+p50/p95 of each, the p50 ratio and how many answers agreed (same ids in the same order, same N).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.search_setup import (  # noqa: E402
+    CACHE, bench_database, django_setup, environment, latency_summary, log, progress, use_bench_database,
+)
+
+SCIFACT = Path("/work/shared/bench/beir-scifact")
+TARGETS = {"p50_ms": 25.0, "p95_ms": 80.0, "speedup": 100.0}  # 1,000,000 records, workspace-wide
+_COLUMNS = ("id", "workspace_id", "collection", "collection_version", "collection_hash", "entity", "type", "key",
+            "status", "text", "content", "occurred_at", "created_at", "last_accessed", "enriched_at", "bm25_tf",
+            "bm25_length")
+_LEXICAL_TABLES = ("catalog_app_lexical_posting", "catalog_app_lexical_document", "catalog_app_lexical_term_stats",
+                   "catalog_app_lexical_group_stats", "catalog_app_lexical_group")
+
+
+def corpus_spec(name: str, size: int, data: Path) -> dict:
+    """Records (POST /records items) and queries ({q, entity}) of one corpus."""
+    if name == "scifact":
+        from bench.scifact import load_data, record_items
+
+        loaded = load_data(data, "train", None, None)
+        items = record_items(loaded["corpus"])
+        return {"catalog": ROOT / "bench" / "catalogs" / "scifact", "collection": "abstracts", "items": items,
+                "queries": [{"q": text, "entity": "scifact"} for _, text in loaded["queries"]]}
+    from bench.corpus import make_queries, make_records
+
+    items = make_records(size, seed=7)
+    return {"catalog": ROOT / "bench" / "catalogs" / "no_processors", "collection": "main", "items": items,
+            "queries": make_queries(items, 200, seed=7)}
+
+
+def _index_size(cursor) -> int:
+    cursor.execute("SELECT sum(pg_total_relation_size(c)) FROM unnest(%s::regclass[]) c", [list(_LEXICAL_TABLES)])
+    return int(cursor.fetchone()[0] or 0)
+
+
+def build(name: str, spec: dict, rebuild: bool, database: str) -> tuple:
+    """The corpus's workspace, built (records by COPY, then the index by the backfill) unless
+    a complete one is there; returns (workspace, build info)."""
+    from django.db import connection
+    from psycopg.types.json import Jsonb
+
+    from catalog_app.bm25_terms import term_frequencies
+    from catalog_app.catalog.runtime import catalog_for_workspace
+    from catalog_app.lexical.backfill import lexical_backfill
+    from catalog_app.models import Record, Workspace
+    from catalog_app.services.catalog_load import catalog_load
+    from catalog_app.services.workspaces import workspace_create
+
+    workspace_name = f"lexical-{name}"
+    info_path = CACHE / f"build-{database}-{workspace_name}.json"
+    workspace = Workspace.objects.filter(name=workspace_name).first()
+    if workspace is not None and not rebuild and info_path.is_file():
+        info = json.loads(info_path.read_text())
+        if Record.objects.filter(workspace=workspace).count() == info["records"]:
+            log(f"{workspace_name}: reusing the built corpus ({info['records']:,} records)")
+            return workspace, info
+    if workspace is not None:
+        workspace.delete()
+    workspace, _ = workspace_create(name=workspace_name)
+    catalog_load(workspace=workspace, directory=spec["catalog"])
+    contract = catalog_for_workspace(workspace).get("collection", spec["collection"], 1).contract_hash
+    rng = random.Random(f"lexical-{name}")
+    started = time.perf_counter()
+    with connection.cursor() as cursor, cursor.connection.cursor().copy(
+            f"COPY catalog_app_record ({', '.join(_COLUMNS)}) FROM STDIN") as copy:
+        now = datetime.now(timezone.utc)
+        for item in progress(spec["items"], desc=f"{workspace_name}: COPY", unit="records"):
+            text = item["text"]
+            tf, length = term_frequencies(text)
+            occurred = item.get("occurred_at") or now.isoformat()
+            copy.write_row((uuid.UUID(int=rng.getrandbits(128), version=4), workspace.pk, spec["collection"], 1,
+                            contract, item["entity"], item.get("type", "note"), item.get("key"), "active", text,
+                            Jsonb({**item.get("content", {}), "text": text}), occurred, now, now, now, Jsonb(tf),
+                            length))
+    copied = time.perf_counter() - started
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE catalog_app_record")
+        size_before = _index_size(cursor)
+    started = time.perf_counter()
+    with progress(total=len(spec["items"]), desc=f"{workspace_name}: index", unit="records") as bar:
+        added, _ = lexical_backfill(workspace_id=workspace.pk, batch=5000, progress=bar.update)
+    built = time.perf_counter() - started
+    with connection.cursor() as cursor:
+        for table in _LEXICAL_TABLES:
+            cursor.execute(f"VACUUM ANALYZE {table}")
+        size = _index_size(cursor) - size_before
+        cursor.execute("SELECT count(*) FROM catalog_app_lexical_posting WHERE workspace_id = %s", [workspace.pk])
+        postings = cursor.fetchone()[0]
+    info = {"records": len(spec["items"]), "visible": added, "postings": postings, "copy_s": copied,
+            "index_build_s": built, "index_bytes": size}
+    CACHE.mkdir(parents=True, exist_ok=True)
+    info_path.write_text(json.dumps(info))
+    return workspace, info
+
+
+def full_scan(workspace, q: str, k: int, entity: str | None, collection: str):
+    """The ``bm25`` channel's own statement over the same scope: (stats, ids)."""
+    from catalog_app.catalog.runtime import catalog_for_workspace
+    from search_app.backends.pg_bm25 import bm25_candidates
+    from search_app.engine.resolve import resolve_search
+    from search_app.engine.spec import parse_search_spec
+
+    scope = {"collections": [collection], **({"entities": [entity]} if entity else {})}
+    spec = parse_search_spec({"q": q, "mode": "text", "k": k, "rank": ["bm25"], "scope": scope}, max_query_chars=8192)
+    resolved = resolve_search(spec, catalog_for_workspace(workspace))[0]
+    return bm25_candidates(resolved, workspace.pk, q, k)
+
+
+def measure(workspace, spec: dict, queries: int, iterations: int, k: int, scopes: tuple[str, ...]) -> list[dict]:
+    from catalog_app.bm25_terms import bm25_query_terms
+    from catalog_app.lexical.query import IndexScope, index_top_k
+
+    rows = []
+    chosen = [query for query in spec["queries"] if bm25_query_terms(query["q"])][:queries]
+    for scope_name in scopes:
+        index_s, scan_s, agreed, scored, matched = [], [], 0, 0, 0
+        for iteration in range(iterations):
+            for number, query in enumerate(chosen):
+                entity = query["entity"] if scope_name == "entity" else None
+                terms = tuple(bm25_query_terms(query["q"]))
+                scope = IndexScope(collection_ids=(spec["collection"],), entities=(entity,) if entity else None)
+                calls = [("index", lambda: index_top_k(workspace_id=workspace.pk, analyzer="bm25_v1", terms=terms,
+                                                       k=k, scope=scope)),
+                         ("scan", lambda: full_scan(workspace, query["q"], k, entity, spec["collection"]))]
+                if (iteration + number) % 2:
+                    calls.reverse()
+                answers = {}
+                for label, call in calls:
+                    started = time.perf_counter()
+                    answers[label] = call()
+                    (index_s if label == "index" else scan_s).append(time.perf_counter() - started)
+                if iteration == 0:
+                    got, (stats, ids) = answers["index"], answers["scan"]
+                    agreed += [uid for uid, _ in got.hits] == ids and got.n == stats.n
+                    scored, matched = scored + got.scored, matched + got.matched
+        index, scan = latency_summary(index_s), latency_summary(scan_s)
+        rows.append({"scope": scope_name, "queries": len(chosen), "index": index, "full_scan": scan,
+                     "speedup_p50": scan["p50_ms"] / index["p50_ms"], "agreed": agreed,
+                     "scored_per_matched": scored / matched if matched else 0.0})
+    return rows
+
+
+def markdown(result: dict) -> str:
+    lines = ["# Lexical index benchmark (`bench/lexical.py`)", "",
+             f"Run {result['started_at']}: `index_top_k` (k {result['k']}) beside the full scan of the same "
+             "contract (`pg_bm25.bm25_candidates`), in-process, alternating order.", "",
+             "| corpus | records | scope | index p50 / p95 ms | full scan p50 / p95 ms | × faster (p50) | agreed |"
+             " scored / matched | index build s | index MB |",
+             "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for corpus in result["corpora"]:
+        build_info = corpus["build"]
+        for row in corpus["rows"]:
+            lines.append(
+                f"| {corpus['name']} | {build_info['records']:,} | {row['scope']} | "
+                f"{row['index']['p50_ms']:.1f} / {row['index']['p95_ms']:.1f} | "
+                f"{row['full_scan']['p50_ms']:.1f} / {row['full_scan']['p95_ms']:.1f} | {row['speedup_p50']:.1f} | "
+                f"{row['agreed']}/{row['queries']} | {row['scored_per_matched']:.2f} | "
+                f"{build_info['index_build_s']:.1f} | {build_info['index_bytes'] / 2**20:.1f} |")
+    lines += ["", f"Targets at 1,000,000 records, workspace-wide: p50 ≤ {TARGETS['p50_ms']:.0f} ms, p95 ≤ "
+              f"{TARGETS['p95_ms']:.0f} ms, ≥ {TARGETS['speedup']:.0f}× the full scan.",
+              f"- Machine load average at start: {result['environment']['machine']['load_average_at_start']}; "
+              f"end: {result['load_average_at_end']}; commit "
+              f"{result['environment'].get('git', {}).get('commit')}."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, action="append", help="synthetic corpus size (repeatable)")
+    parser.add_argument("--no-scifact", action="store_true", help="skip the SciFact corpus")
+    parser.add_argument("--million", action="store_true", help="add the 1,000,000-record synthetic corpus")
+    parser.add_argument("--queries", type=int, default=20)
+    parser.add_argument("--iterations", type=int, default=3)
+    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--data", type=Path, default=SCIFACT)
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    parser.add_argument("--database", default="memseek_bench_lexical")
+    parser.add_argument("--rebuild", action="store_true")
+    parser.add_argument("--drop", action="store_true", help="drop the bench database at the end")
+    args = parser.parse_args(argv)
+    django_setup()
+    sizes = list(args.size or [100_000]) + ([1_000_000] if args.million else [])
+    corpora = ([("scifact", 0)] if not args.no_scifact else []) + [(f"synthetic-{n}", n) for n in sizes]
+    result = {"benchmark": "lexical", "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "k": args.k, "targets": TARGETS, "corpora": []}
+    with bench_database(args.database, drop=args.drop, cache=CACHE):
+        use_bench_database(args.database)
+        result["environment"] = environment()
+        for name, size in corpora:
+            spec = corpus_spec(name, size, args.data)
+            workspace, info = build(name, spec, args.rebuild, args.database)
+            scopes = ("workspace",) if name == "scifact" else ("workspace", "entity")
+            rows = measure(workspace, spec, args.queries, args.iterations, args.k, scopes)
+            result["corpora"].append({"name": name, "build": info, "rows": rows})
+            result["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+            log(markdown(result))
+    result["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "lexical.json").write_text(json.dumps(result, indent=2, default=str))
+    (args.out / "lexical.md").write_text(markdown(result))
+    print(markdown(result))
+    print(f"wrote {args.out / 'lexical.json'} and {args.out / 'lexical.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,157 @@
+"""Keeping the lexical index equal to the visible records, inside the transactions that change
+visibility.
+
+A record is *indexed* under an analyzer exactly when it is visible: live (ready, not a
+tombstone) and current in its lane (``catalog_app.record_sql``). Visibility changes only when a
+record is inserted (it may be visible at once, and it hides its lane's previous head) or becomes
+ready (it may become visible; it hid its predecessor already when it was inserted). Both writers
+call ``lexical_records_changed`` in their own transaction, so a search right after a write sees
+it and a rolled-back batch leaves nothing; the backfill reconciles batches of existing records
+with the same function.
+
+Concurrency. Whether a keyed record is current depends on its lane, so every reconcile of a
+keyed record runs under the lane's entity lock (the lock ingest takes; enrichment takes it with
+``lexical_lock_lanes``), after which committed writes to the lane are visible to the next
+statement. Statistics rows are upserted in one fixed order (term statistics by analyzer then
+(workspace, term, collection, status), then group statistics by (analyzer, group), then source totals by
+(workspace, collection)), so concurrent writers wait for each other but never deadlock.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from django.db import connection
+
+from ..record_sql import RECORD, current_in_lane, live, same_lane, source_bytes
+from .analyzers import Analyzer, maintained_analyzers
+from .tables import (
+    DOCUMENT, GROUP, GROUP_COLUMNS, GROUP_STATS, POSTING, SOURCE_TOTALS, TERM_STATS, group_of, group_values,
+)
+
+_NEVER_SHORTER = 2_147_483_647  # the min_length of a removal delta: never lowers the stored bound
+
+
+def lexical_records_changed(*, record_ids: Sequence, inserted: bool) -> None:
+    """Reconcile the index with records ``record_ids`` (just inserted, or just made ready) and the
+    lane heads they replaced, for every maintained analyzer; with ``inserted`` add the rows to
+    their collections' source totals. Runs in the caller's transaction, which holds the entity
+    locks of the keyed ones (ingest's, or ``lexical_lock_lanes``)."""
+    ids = [str(record_id) for record_id in record_ids]
+    if not ids:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH c AS (SELECT r.* FROM {RECORD} r WHERE r.id = ANY(%s::uuid[])), "
+            "x AS (SELECT c.seq FROM c UNION "
+            f"SELECT p.seq FROM c CROSS JOIN LATERAL (SELECT p.seq FROM {RECORD} p WHERE {same_lane('c', 'p')} "
+            "AND p.seq < c.seq ORDER BY p.seq DESC LIMIT 1) p WHERE c.key IS NOT NULL) "
+            f"SELECT seq FROM x", [ids])
+        seqs = [row[0] for row in cursor.fetchall()]
+        lexical_reconcile(cursor, seqs)
+        if inserted:
+            cursor.execute(
+                f"INSERT INTO {SOURCE_TOTALS} AS s (workspace_id, collection, rows, bytes) "
+                f"SELECT r.workspace_id, r.collection, count(*), sum({source_bytes('r')}) FROM {RECORD} r "
+                "WHERE r.id = ANY(%s::uuid[]) GROUP BY 1, 2 ORDER BY 1, 2 "
+                "ON CONFLICT (workspace_id, collection) DO UPDATE "
+                "SET rows = s.rows + excluded.rows, bytes = s.bytes + excluded.bytes", [ids])
+
+
+def lexical_lock_lanes(*, record_ids: Iterable) -> None:
+    """Take the locks ingest takes for keyed writes (the workspace's shared lock, then the entity
+    locks, in (workspace, entity) order) for the keyed records among ``record_ids``."""
+    from ..services.record_ingest import _LOCK_NAMESPACE
+
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT DISTINCT workspace_id, entity FROM {RECORD} WHERE id = ANY(%s::uuid[]) "
+                       "AND key IS NOT NULL ORDER BY 1, 2", [[str(record_id) for record_id in record_ids]])
+        lanes = cursor.fetchall()
+        for workspace_id in sorted({workspace_id for workspace_id, _ in lanes}):
+            cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", [_LOCK_NAMESPACE, workspace_id])
+            for entity in sorted(entity for owner, entity in lanes if owner == workspace_id):
+                cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, %s))", [entity, workspace_id])
+
+
+def lexical_reconcile(cursor, seqs: Sequence[int]) -> tuple[int, int]:
+    """Make the index hold exactly the visible ones among records ``seqs`` (by seq), for every
+    maintained analyzer; returns (documents added, documents removed). Idempotent."""
+    if not seqs:
+        return 0, 0
+    cursor.execute(
+        f"SELECT r.seq, ({live('r')} AND {current_in_lane('r').sql}), "
+        f"ARRAY(SELECT d.analyzer FROM {DOCUMENT} d WHERE d.seq = r.seq) FROM {RECORD} r WHERE r.seq = ANY(%s)",
+        [list(seqs)])
+    rows = cursor.fetchall()
+    plans = []
+    for analyzer in maintained_analyzers():
+        add = sorted(seq for seq, visible, indexed in rows if visible and analyzer.code not in indexed)
+        remove = sorted(seq for seq, visible, indexed in rows if not visible and analyzer.code in indexed)
+        if add or remove:
+            plans.append((analyzer, add, remove))
+    added = sorted({seq for _, add, _ in plans for seq in add})
+    if added:
+        columns = ", ".join(GROUP_COLUMNS)
+        cursor.execute(f"INSERT INTO {GROUP} ({columns}) SELECT DISTINCT {group_values('r')} FROM {RECORD} r "
+                       "WHERE r.seq = ANY(%s) ORDER BY 1, 2, 3, 4, 5, 6 ON CONFLICT DO NOTHING", [added])
+    for analyzer, add, remove in plans:
+        _postings(cursor, analyzer, add, remove)
+    for analyzer, add, remove in plans:
+        _documents(cursor, analyzer, add, remove)
+    return sum(len(add) for _, add, _ in plans), sum(len(remove) for _, _, remove in plans)
+
+
+def _postings(cursor, analyzer: Analyzer, add: list[int], remove: list[int]) -> None:
+    """Insert the postings of ``add``, delete those of ``remove`` and apply both to the term
+    statistics, in one statement. A removal finds each posting by its full key (the record's
+    own terms), so it is index probes whatever the planner believes about the table's size."""
+    parts, changes = [], []
+    if remove:
+        parts.append(
+            f"gone AS (DELETE FROM {POSTING} p USING {RECORD} r WHERE r.seq = ANY(%(remove)s)"
+            " AND p.workspace_id = r.workspace_id AND p.analyzer = %(analyzer)s AND p.seq = r.seq"
+            f" AND p.term = ANY(ARRAY(SELECT t.term FROM {analyzer.terms_sql}))"
+            " RETURNING p.workspace_id, p.term, p.group_id)")
+        changes.append(f"SELECT workspace_id, term, group_id, -1 AS n, 0 AS tf, {_NEVER_SHORTER} AS length FROM gone")
+    if add:
+        parts.append(
+            f"src AS MATERIALIZED (SELECT r.seq, r.workspace_id, r.bm25_tf, r.search_vector, g.id AS group_id,"
+            f" {analyzer.length_sql} AS length FROM {RECORD} r JOIN {GROUP} g ON {group_of('r', 'g')}"
+            " WHERE r.seq = ANY(%(add)s))")
+        parts.append(
+            f"new AS (INSERT INTO {POSTING} (workspace_id, analyzer, term, seq, group_id, tf, length)"
+            f" SELECT r.workspace_id, %(analyzer)s, t.term, r.seq, r.group_id, t.tf, r.length FROM src r"
+            f" CROSS JOIN {analyzer.terms_sql} RETURNING workspace_id, term, group_id, tf, length)")
+        changes.append("SELECT workspace_id, term, group_id, 1 AS n, tf, length FROM new")
+    cursor.execute(
+        f"WITH {', '.join(parts)}, "
+        "delta AS (SELECT u.workspace_id, u.term, g.collection, g.status, sum(u.n)::integer AS df,"
+        f" max(u.tf) AS max_tf, min(u.length) AS min_length FROM ({' UNION ALL '.join(changes)}) u"
+        f" JOIN {GROUP} g ON g.id = u.group_id GROUP BY 1, 2, 3, 4)"
+        f" INSERT INTO {TERM_STATS} AS s (workspace_id, analyzer, term, collection, status, df, max_tf, min_length)"
+        " SELECT workspace_id, %(analyzer)s, term, collection, status, df, max_tf, min_length FROM delta"
+        " ORDER BY workspace_id, term, collection, status"
+        " ON CONFLICT (workspace_id, analyzer, term, collection, status) DO UPDATE SET df = s.df + excluded.df,"
+        " max_tf = greatest(s.max_tf, excluded.max_tf), min_length = least(s.min_length, excluded.min_length)",
+        {"analyzer": analyzer.code, "add": add, "remove": remove})
+
+
+def _documents(cursor, analyzer: Analyzer, add: list[int], remove: list[int]) -> None:
+    """Insert the documents of ``add``, delete those of ``remove`` and apply both to the group
+    statistics, in one statement."""
+    cursor.execute(
+        "WITH gone AS ("
+        f" DELETE FROM {DOCUMENT} d WHERE d.analyzer = %(analyzer)s AND d.seq = ANY(%(remove)s)"
+        "  RETURNING d.group_id, d.length),"
+        " new AS ("
+        f" INSERT INTO {DOCUMENT} (seq, analyzer, workspace_id, record_id, group_id, length)"
+        f"  SELECT r.seq, %(analyzer)s, r.workspace_id, r.id, g.id, {analyzer.length_sql}"
+        f"  FROM {RECORD} r JOIN {GROUP} g ON {group_of('r', 'g')} WHERE r.seq = ANY(%(add)s)"
+        "  RETURNING group_id, length),"
+        " delta AS (SELECT group_id, sum(n) AS docs, sum(len) AS total FROM ("
+        "  SELECT group_id, -1 AS n, -length::bigint AS len FROM gone"
+        "  UNION ALL SELECT group_id, 1, length::bigint FROM new) u GROUP BY group_id)"
+        f" INSERT INTO {GROUP_STATS} AS s (group_id, analyzer, docs, total_length)"
+        " SELECT group_id, %(analyzer)s, docs, total FROM delta ORDER BY group_id"
+        " ON CONFLICT (group_id, analyzer) DO UPDATE"
+        " SET docs = s.docs + excluded.docs, total_length = s.total_length + excluded.total_length",
+        {"analyzer": analyzer.code, "add": add, "remove": remove})
