@@ -35,8 +35,9 @@ DEFAULTS: dict[str, object] = {
     "MODEL_CONTEXT_TOKENS": 60_000,
     "MAX_PROMPT_TOKENS": 50_000,
     # Lexical index (catalog_app.lexical): the analyzers the write path maintains, comma-separated
-    # (bm25_v1, english); each one costs every write that makes records visible.
-    "LEXICAL_ANALYZERS": "bm25_v1",
+    # (bm25_v1, english); each one costs every write that makes records visible. Search's BM25
+    # channel reads bm25_v1 and its text channel english; an unmaintained one is scanned instead.
+    "LEXICAL_ANALYZERS": "bm25_v1,english",
     # Auth
     "API_KEY_CACHE_TTL_S": 60,
     # Enrichment

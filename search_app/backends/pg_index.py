@@ -15,6 +15,7 @@ import uuid
 from django.db import connection
 
 from catalog_app.bm25_terms import bm25_query_terms
+from catalog_app.lexical.analyzers import maintained_analyzers
 from catalog_app.lexical.query import IndexScope, index_top_k
 
 from ..engine.bm25 import Bm25Stats, bm25_stats
@@ -60,11 +61,12 @@ def text_candidates(resolved: ResolvedSource, workspace_id: int, q: str, cap: in
 def lexical_candidates(resolved: ResolvedSource, workspace_id: int, analyzer: str, terms: tuple[str, ...],
                        cap: int) -> tuple[Bm25Stats, list[uuid.UUID]]:
     """``(statistics, best cap ids)`` of ``terms`` under ``analyzer``: from the index when the
-    source's scope is an ``IndexScope``, else from the exact scan (the same figures)."""
+    source's scope is an ``IndexScope`` and the write path maintains ``analyzer``
+    (``LEXICAL_ANALYZERS``), else from the exact scan (the same figures)."""
     if not terms:
         return Bm25Stats((), 0, 0.0, ()), []
     scope = index_scope(resolved)
-    if scope is None:
+    if scope is None or analyzer not in {maintained.name for maintained in maintained_analyzers()}:
         return scan_candidates(resolved, workspace_id, analyzer, terms, cap)
     top = index_top_k(workspace_id=workspace_id, analyzer=analyzer, terms=terms, k=cap, scope=scope)
     return bm25_stats(terms, top.n, top.average_length, top.dfs), [record_id for record_id, _ in top.hits]

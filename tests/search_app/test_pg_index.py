@@ -120,3 +120,13 @@ def test_english_terms_are_the_stored_lexemes_of_the_query(db):
     assert pg_index.english_terms("The budgets were REVIEWED, twice") == ("budget", "review", "twice")
     assert pg_index.english_terms("the and of") == ()
     assert pg_index.english_terms(None) == ()
+
+
+def test_an_analyzer_the_write_path_does_not_maintain_is_scanned(workspace, tmp_path, settings):
+    load_lexical_catalog(workspace, tmp_path / "catalog")
+    best, other = write(workspace, {"text": "budgets reviewed, budget review"}, {"text": "a budget"})
+    resolved = resolved_source(workspace, "budget review", {"collections": ["notes"]})
+    settings.MEMSEEK = {"LEXICAL_ANALYZERS": "bm25_v1"}
+    stats, ids = pg_index.lexical_candidates(resolved, workspace.pk, ENGLISH, ("budget", "review"), 5)
+    assert ids == [best, other] and stats.n == 2
+    assert pg_index.text_candidates(resolved, workspace.pk, "budget review", 5) == ids
