@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from django.db import connection
 
+from catalog_app.bm25_terms import bm25_query_terms
 from catalog_app.lexical.analyzers import ENGLISH as ENGLISH_ANALYZER
 from catalog_app.record_sql import RECORD
 
@@ -56,6 +57,12 @@ def score_expression(stats: Bm25Stats) -> tuple[str, list]:
         parts.append(_term_sql(i, "%s", "%s"))
         params.extend([term_idf, stats.average_length])
     return "(" + " + ".join(parts) + ")", params
+
+
+def bm25_candidates(resolved: ResolvedSource, workspace_id: int, q: str, cap: int) -> tuple[Bm25Stats, list]:
+    """The BM25 channel by exact scan (``bm25_v1`` terms of ``q``): what the index answers for
+    the scopes it holds (the lexical benchmark's full-scan baseline)."""
+    return scan_candidates(resolved, workspace_id, BM25_V1, tuple(bm25_query_terms(q or "")), cap)
 
 
 def scan_candidates(resolved: ResolvedSource, workspace_id: int, analyzer: str, terms: tuple[str, ...],
