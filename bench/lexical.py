@@ -42,7 +42,8 @@ SCIFACT = Path("/work/shared/bench/beir-scifact")
 TARGETS = {"p50_ms": 25.0, "p95_ms": 80.0, "speedup": 100.0}  # 1,000,000 records, workspace-wide
 _COLUMNS = ("id", "workspace_id", "collection", "collection_version", "collection_hash", "entity", "type", "key",
             "status", "text", "content", "occurred_at", "created_at", "last_accessed", "enriched_at", "bm25_tf",
-            "bm25_length")
+            "bm25_length", "scores", "annotations", "annotation_meta", "depth", "derived_from", "dedupe_hash",
+            "tombstone")
 _LEXICAL_TABLES = ("catalog_app_lexical_posting", "catalog_app_lexical_document", "catalog_app_lexical_term_stats",
                    "catalog_app_lexical_group_stats", "catalog_app_lexical_group")
 
@@ -106,7 +107,7 @@ def build(name: str, spec: dict, rebuild: bool, database: str) -> tuple:
             copy.write_row((uuid.UUID(int=rng.getrandbits(128), version=4), workspace.pk, spec["collection"], 1,
                             contract, item["entity"], item.get("type", "note"), item.get("key"), "active", text,
                             Jsonb({**item.get("content", {}), "text": text}), occurred, now, now, now, Jsonb(tf),
-                            length))
+                            length, Jsonb({}), Jsonb({}), Jsonb({}), 0, [], "", False))
     copied = time.perf_counter() - started
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE catalog_app_record")
@@ -229,6 +230,9 @@ def main(argv=None) -> int:
             result["corpora"].append({"name": name, "build": info, "rows": rows})
             result["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
             log(markdown(result))
+    if args.drop:
+        for info in CACHE.glob(f"build-{args.database}-*.json"):
+            info.unlink()
     result["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "lexical.json").write_text(json.dumps(result, indent=2, default=str))

@@ -22,10 +22,10 @@ Tables (``models``; DDL in migration 0009), and why each has the shape it has:
 * ``group_stats`` (docs, total length per group and analyzer) and ``term_stats`` (df, max tf,
   min length per workspace, analyzer, term, collection and status: one upsert per distinct term
   of a write, not one per group): the maintained statistics. df is exact; max tf and min length
-  only grow looser on removal and stay valid bounds for pruning in every scope inside that
-  collection and status. A query reads every query term's postings in scope anyway (``matched``
-  is exact), so it takes each df from them and checks it against the statistics where they
-  cover the scope exactly (a disagreement fails the read).
+  only grow looser on removal and stay valid bounds in every scope inside that collection and
+  status. A query reads every query term's postings in scope anyway (``matched`` is exact), so it
+  takes each df and its pruning bound from them, and holds them against the statistics where
+  those cover the scope exactly (a disagreement fails the read).
 * ``source_totals``: per (workspace, collection), every record row ever inserted, visible or not,
   and the sum of their ``record_sql.source_bytes``, for full-scan coverage figures.
 * ``backfill``: the resumable progress of ``lexical_backfill``.

@@ -72,25 +72,27 @@ def index_top_k(*, workspace_id: int, analyzer: str, terms: tuple[str, ...], k: 
         return IndexTopK(n, average, (), 0, ())
     postings, dfs = [], []
     # The statistics are kept per (collection, status): they count this scope's df exactly only
-    # when no narrower axis applies; otherwise they still bound every tf and length in it.
-    whole_cells = scope.types is None and scope.keyed is None and scope.versions is None
-    for _, _, _, term, df, max_tf, min_length, seqs, tfs, lengths in rows:
-        seq_array = np.frombuffer(seqs or b"", dtype=">i8").astype(np.int64)
-        tf_array = np.frombuffer(tfs or b"", dtype=">i4").astype(np.float64)
-        length_array = np.frombuffer(lengths or b"", dtype=">i4").astype(np.float64)
-        if scope.entities is not None:
-            # Counted from the postings themselves: the bound material is exact.
-            max_tf = tf_array.max() if tf_array.size else 0
-            min_length = length_array.min() if length_array.size else 0
-        elif whole_cells and int(df or 0) != seq_array.size:
+    # when no narrower axis applies; a read holding them against its postings where they do
+    # fails instead of ranking with a wrong statistic. Bounds come from the postings themselves
+    # (exact, so pruning is as tight as it can be, at the cost of one pass over each array).
+    whole_cells = scope.entities is None and scope.types is None and scope.keyed is None and scope.versions is None
+    for _, _, _, term, df, max_tf, min_length, blob in rows:
+        table = np.frombuffer(blob or b"", dtype=_POSTING_ROW)
+        seq_array = table["seq"].astype(np.int64)
+        tf_array = table["tf"].astype(np.float64)
+        length_array = table["length"].astype(np.float64)
+        top_tf = float(tf_array.max()) if tf_array.size else 0.0
+        shortest = float(length_array.min()) if length_array.size else 0.0
+        if whole_cells and (int(df or 0) != seq_array.size
+                            or seq_array.size and (top_tf > max_tf or shortest < min_length)):
             raise LexicalIndexInconsistent(
-                "lexical_index_inconsistent", f"The lexical index of workspace {workspace_id} counts df {df} for "
-                f"term {term!r} ({analyzer}) but holds {seq_array.size} postings in scope; run "
+                "lexical_index_inconsistent", f"The lexical index of workspace {workspace_id} counts df {df} "
+                f"(max tf {max_tf}, min length {min_length}) for term {term!r} ({analyzer}) but holds "
+                f"{seq_array.size} postings in scope (max tf {top_tf:g}, min length {shortest:g}); run "
                 f"`python manage.py lexical_check --workspace {workspace_id}`.")
         df = int(seq_array.size)
         term_idf = idf(n, df) if n else 0.0
-        bound = (float(contribution(term_idf, float(max_tf), float(min_length), average))
-                 if average > 0 and seq_array.size else 0.0)
+        bound = float(contribution(term_idf, top_tf, shortest, average)) if average > 0 and df else 0.0
         postings.append(TermPostings(seq_array, tf_array, length_array, term_idf, bound))
         dfs.append(df)
     matched = union_size(postings)
@@ -100,10 +102,8 @@ def index_top_k(*, workspace_id: int, analyzer: str, terms: tuple[str, ...], k: 
             f"matching {terms!r} ({analyzer}) in a scope of {n}; run `python manage.py lexical_check "
             f"--workspace {workspace_id}`.")
     seqs, scores, scored = top_candidates(postings, k, average)
-    seqs, scores = best_k(seqs, scores, k)
-    ids = _record_ids(seqs)
-    ranked = sorted(zip(scores.tolist(), (ids[int(seq)] for seq in seqs)), key=lambda hit: (-hit[0], hit[1]))
-    return IndexTopK(n, average, tuple(dfs), matched, tuple((uid, score) for score, uid in ranked[:k]), scored)
+    hits = _ranked(*best_k(seqs, scores, k), k)
+    return IndexTopK(n, average, tuple(dfs), matched, hits, scored)
 
 
 def records_with_all_terms(*, workspace_id: int, analyzer: str, terms: tuple[str, ...], scope: IndexScope,
@@ -127,7 +127,7 @@ def records_with_all_terms(*, workspace_id: int, analyzer: str, terms: tuple[str
                        "GROUP BY term",
                        [workspace_id, spec.code, list(terms), *group_params])
         dfs = dict(cursor.fetchall())
-        if any(dfs.get(term, 0) == 0 for term in terms) and scope.entities is None:
+        if any(dfs.get(term, 0) == 0 for term in terms):  # counted over a superset of the scope
             return []
         ordered = sorted(terms, key=lambda term: dfs.get(term, 0))
         probes = "".join(
@@ -189,49 +189,67 @@ def _entity_filter(workspace_id: int, scope: IndexScope, alias: str) -> tuple[st
             [workspace_id, list(scope.entities)])
 
 
+_POSTING_ROW = np.dtype([("seq", ">i8"), ("tf", ">i4"), ("length", ">i4")])
+
+
 def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...], scope: IndexScope) -> list[tuple]:
-    """One statement: (N, total length, average, term, maintained df, max tf, min length, seqs,
-    tfs, lengths) per term in query order (one row with NULL term columns when no terms).
-    The average is ``numeric`` division cast to float8, exactly as the oracle's ``avg()``."""
+    """(N, total length, average, term, maintained df, max tf, min length, postings) per term in
+    query order (one row with NULL term columns when no terms); postings are the big-endian
+    (seq, tf, length) rows of ``_POSTING_ROW``, ascending by seq. The scope's groups are read
+    first (a group, once created, never changes), then everything else in one statement, so
+    statistics and postings come from one snapshot. The average is ``numeric`` division cast
+    to float8, exactly as the oracle's ``avg()``."""
     groups, group_params = _groups(workspace_id, scope)
+    with connection.cursor() as cursor:
+        cursor.execute(groups, group_params)
+        found = cursor.fetchall()
+    ids = [row[0] for row in found]
+    cells = sorted({(collection, status) for _, collection, status in found})
     entity_sql, entity_params = _entity_filter(workspace_id, scope, "p")
     if scope.entities is None:
         stats = (f"SELECT coalesce(sum(s.docs), 0) AS n, coalesce(sum(s.total_length), 0) AS total "
-                 f"FROM {GROUP_STATS} s WHERE s.analyzer = %s AND s.group_id IN (SELECT id FROM g)")
-        stats_params = [analyzer.code]
+                 f"FROM {GROUP_STATS} s WHERE s.analyzer = %s AND s.group_id = ANY(%s::integer[])")
+        stats_params = [analyzer.code, ids]
         term_stats = (f"SELECT t.term, sum(t.df) AS df, max(t.max_tf) AS max_tf, min(t.min_length) AS min_length "
                       f"FROM {TERM_STATS} t WHERE t.workspace_id = %s AND t.analyzer = %s AND t.term = ANY(%s) "
-                      "AND (t.collection, t.status) IN (SELECT g.collection, g.status FROM g) GROUP BY t.term")
-        term_params = [workspace_id, analyzer.code, list(terms)]
+                      "AND (t.collection, t.status) IN (SELECT * FROM unnest(%s::text[], %s::text[])) GROUP BY t.term")
+        term_params = [workspace_id, analyzer.code, list(terms), [c for c, _ in cells], [s for _, s in cells]]
     else:
         stats = (f"SELECT count(*) AS n, coalesce(sum(d.length), 0) AS total FROM {DOCUMENT} d "
-                 f"JOIN {RECORD} e ON e.seq = d.seq WHERE d.analyzer = %s AND d.group_id IN (SELECT id FROM g) "
+                 f"JOIN {RECORD} e ON e.seq = d.seq WHERE d.analyzer = %s AND d.group_id = ANY(%s::integer[]) "
                  "AND e.workspace_id = %s AND e.entity = ANY(%s)")
-        stats_params = [analyzer.code, workspace_id, list(scope.entities)]
+        stats_params = [analyzer.code, ids, workspace_id, list(scope.entities)]
         term_stats = ("SELECT NULL::text AS term, NULL::bigint AS df, NULL::integer AS max_tf, "
                       "NULL::integer AS min_length")
         term_params = []
     sql = (
-        f"WITH g AS MATERIALIZED ({groups}), st AS ({stats}), ts AS ({term_stats}), "
-        "po AS (SELECT p.term, string_agg(int8send(p.seq), ''::bytea ORDER BY p.seq) AS seqs, "
-        "string_agg(int4send(p.tf), ''::bytea ORDER BY p.seq) AS tfs, "
-        "string_agg(int4send(p.length), ''::bytea ORDER BY p.seq) AS lengths "
-        f"FROM {POSTING} p WHERE p.workspace_id = %s AND p.analyzer = %s AND p.term = ANY(%s) "
-        f"AND p.group_id IN (SELECT id FROM g){entity_sql} GROUP BY p.term) "
+        f"WITH st AS ({stats}), ts AS ({term_stats}), "
+        "po AS (SELECT p.term, string_agg(int8send(p.seq) || int4send(p.tf) || int4send(p.length), ''::bytea "
+        f"ORDER BY p.seq) AS postings FROM {POSTING} p WHERE p.workspace_id = %s AND p.analyzer = %s "
+        f"AND p.term = ANY(%s) AND p.group_id = ANY(%s::integer[]){entity_sql} GROUP BY p.term) "
         "SELECT st.n, st.total, CASE WHEN st.n > 0 THEN (st.total::numeric / st.n::numeric)::float8 ELSE 0 END, "
-        "q.term, ts.df, ts.max_tf, ts.min_length, po.seqs, po.tfs, po.lengths "
+        "q.term, ts.df, ts.max_tf, ts.min_length, po.postings "
         "FROM st LEFT JOIN unnest(%s::text[]) WITH ORDINALITY q(term, i) ON true "
         "LEFT JOIN ts ON ts.term = q.term LEFT JOIN po ON po.term = q.term ORDER BY q.i")
-    params = [*group_params, *stats_params, *term_params, workspace_id, analyzer.code, list(terms), *entity_params,
+    params = [*stats_params, *term_params, workspace_id, analyzer.code, list(terms), ids, *entity_params,
               list(terms)]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
 
 
-def _record_ids(seqs: np.ndarray) -> dict[int, UUID]:
-    if not seqs.size:
-        return {}
+def _ranked(above: np.ndarray, above_scores: np.ndarray, tied: np.ndarray, kth: float,
+            k: int) -> tuple[tuple[UUID, float], ...]:
+    """The top ``k`` as (UUID, score): those above the k-th score by score then UUID, then the
+    records tied at it with the smallest UUIDs (only those are read)."""
+    if not above.size and not tied.size:
+        return ()
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT seq, id FROM {RECORD} WHERE seq = ANY(%s)", [seqs.tolist()])
-        return dict(cursor.fetchall())
+        cursor.execute(f"SELECT seq, id FROM {RECORD} WHERE seq = ANY(%s)", [above.tolist()])
+        ids = dict(cursor.fetchall())
+        ranked = sorted(zip(above_scores.tolist(), (ids[int(seq)] for seq in above)), key=lambda h: (-h[0], h[1]))
+        if len(ranked) < k and tied.size:
+            cursor.execute(f"SELECT id FROM {RECORD} WHERE seq = ANY(%s) ORDER BY id LIMIT %s",
+                           [tied.tolist(), k - len(ranked)])
+            ranked += [(kth, row[0]) for row in cursor.fetchall()]
+    return tuple((uid, score) for score, uid in ranked[:k])

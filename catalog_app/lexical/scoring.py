@@ -7,8 +7,8 @@ with the operations in that order, summed over the query terms in query order (a
 lacks adds 0.0, which changes no float). Equal inputs therefore give bit-identical scores, and
 the ranking (score descending, then UUID ascending) is the oracle's.
 
-Pruning (MaxScore). ``bound`` is a valid upper bound of each term's contribution (from the
-term statistics' maximum tf and minimum length, or the exact ones of the arrays). Terms are
+Pruning (MaxScore). ``bound`` is a valid upper bound of each term's contribution (its value at
+the largest tf and the smallest length of the term's postings in scope). Terms are
 taken in decreasing bound order; after each, the k-th best *partial* score is a lower bound
 ``theta`` of the k-th best full score (contributions are non-negative). Once the bounds of the
 terms not yet taken sum to less than ``theta``, a record in none of the taken terms' postings
@@ -49,14 +49,24 @@ class TermPostings:
     bound: float  # >= every contribution of this term in scope
 
 
+def sorted_union(arrays: list[np.ndarray]) -> np.ndarray:
+    """The distinct values of ascending int64 arrays, ascending (a sort, not numpy's hashing
+    ``unique``, which is several times slower on posting lists)."""
+    arrays = [a for a in arrays if a.size]
+    if not arrays:
+        return np.empty(0, np.int64)
+    if len(arrays) == 1:
+        return arrays[0]
+    merged = np.sort(np.concatenate(arrays), kind="stable")
+    keep = np.empty(merged.size, bool)
+    keep[0] = True
+    np.not_equal(merged[1:], merged[:-1], out=keep[1:])
+    return merged[keep]
+
+
 def union_size(postings: list[TermPostings]) -> int:
     """How many distinct records the terms' postings hold."""
-    arrays = [p.seqs for p in postings if p.seqs.size]
-    if not arrays:
-        return 0
-    if len(arrays) == 1:
-        return int(arrays[0].size)
-    return int(np.unique(np.concatenate(arrays)).size)
+    return int(sorted_union([p.seqs for p in postings]).size)
 
 
 def _lookup(p: TermPostings, seqs: np.ndarray, average: float) -> np.ndarray:
@@ -91,7 +101,7 @@ def top_candidates(postings: list[TermPostings], k: int, average: float) -> tupl
         p = postings[i]
         remaining -= p.bound
         if p.seqs.size:
-            merged = np.union1d(seen, p.seqs)
+            merged = sorted_union([seen, p.seqs])
             grown = np.zeros(merged.size)
             if seen.size:
                 grown[np.searchsorted(merged, seen)] = partial
@@ -109,11 +119,13 @@ def top_candidates(postings: list[TermPostings], k: int, average: float) -> tupl
     return seen, scores, int(seen.size)
 
 
-def best_k(seqs: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The candidates scoring at least the k-th best score (more than ``k`` when several tie
-    at it), best first; the caller breaks the remaining ties by UUID."""
+def best_k(seqs: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Split the candidates for the top ``k``: the seqs and scores of those scoring above the
+    k-th best score (best first), the seqs of those tied at it (the caller fills ``k`` with the
+    smallest UUIDs among them) and that score."""
     if seqs.size == 0:
-        return seqs, scores
-    keep = scores >= _kth(scores, min(k, scores.size))
-    order = np.argsort(-scores[keep], kind="stable")
-    return seqs[keep][order], scores[keep][order]
+        return seqs, scores, seqs, 0.0
+    kth = _kth(scores, min(k, scores.size))
+    above = scores > kth
+    order = np.argsort(-scores[above], kind="stable")
+    return seqs[above][order], scores[above][order], seqs[scores == kth], kth

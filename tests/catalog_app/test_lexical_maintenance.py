@@ -121,3 +121,44 @@ def test_another_workspace_never_changes_the_statistics(ws, tmp_path):
                                                                      before.hits)
     assert top(other, "alpha").n == 5
     assert lexical_check(workspace_id=other.pk) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_writers_to_shared_terms_and_lanes_neither_deadlock_nor_lose_a_statistic(tmp_path):
+    """Four threads, each on its own connection, write overlapping batches (the same terms, the
+    same keyed lanes superseded back and forth) at once; every batch commits and the index
+    agrees with the records."""
+    import threading
+
+    from django.db import connection as main_connection
+
+    from catalog_app.models import Workspace
+
+    space, _ = workspace_create(name="racers")
+    load_lexical_catalog(space, tmp_path / "catalog")
+    errors = []
+
+    def writer(number):
+        from django.db import connection
+
+        try:
+            for round_ in range(4):
+                write(Workspace.objects.get(pk=space.pk),
+                      *({"text": f"shared common words round {round_} writer {number} item {i}", "type": "fact",
+                         "key": f"k{i % 3}", "entity": f"e{i % 2}"} for i in range(6)),
+                      {"text": f"an event from writer {number}", "entity": "e9"})
+        except Exception as error:  # reported below: the assertion names it
+            errors.append(error)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert lexical_check(workspace_id=space.pk) == []
+    result = top(space, "shared", "event")
+    assert result.n == 2 * 3 + 4 * 4  # six keyed lanes hold one current value each, plus 16 events
+    main_connection.close()

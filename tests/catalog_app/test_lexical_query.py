@@ -99,6 +99,11 @@ def test_records_with_all_terms_are_conjunctive_and_newest_first(ws):
                                   limit=1) == [c]
     assert records_with_all_terms(workspace_id=ws.pk, analyzer="bm25_v1", terms=("x", "nope"),
                                   scope=IndexScope(), limit=5) == []
+    (d,) = write(ws, {"text": "x z", "entity": "e2", "type": "fact", "key": "k"})
+    assert records_with_all_terms(workspace_id=ws.pk, analyzer="bm25_v1", terms=("z", "x"),
+                                  scope=IndexScope(entities=("e2",)), limit=5) == [d]
+    assert records_with_all_terms(workspace_id=ws.pk, analyzer="bm25_v1", terms=("z", "x"),
+                                  scope=IndexScope(keyed=False), limit=5) == [c, b, a]
 
 
 def test_source_totals_count_every_inserted_row_and_its_bytes(ws):
@@ -127,6 +132,11 @@ def test_a_statistic_contradicting_the_postings_fails_the_read(ws):
         top(ws, ["alpha"])
     assert (failure.value.code, failure.value.status) == ("lexical_index_inconsistent", 500)
     assert top(ws, ["beta"]).dfs == (1,)
+    with connection.cursor() as cursor:  # a pruning bound that no longer bounds
+        cursor.execute(f"UPDATE {TERM_STATS} SET df = df - 1, max_tf = 0 WHERE workspace_id = %s AND term = 'alpha'",
+                       [ws.pk])
+    with pytest.raises(LexicalIndexInconsistent):
+        top(ws, ["alpha"])
 
 
 def test_an_analyzer_the_write_path_does_not_maintain_is_refused(ws, settings):
