@@ -4,7 +4,7 @@
 
     python bench/scifact.py --sweep ...        # writes scifact_sweep.json
     python bench/locomo.py --sweep ...         # writes locomo_sweep.json
-    python bench/rank_sweep.py [--out DIR]     # joins both: rank_sweep.md
+    python bench/rank_sweep.py [--out DIR]     # joins every *_sweep.json: rank_sweep.md
 
 For each question, one in-process hybrid search (``search_execute``, the code path of ``POST
 /search``, on the harness's workspace) with a rank that reads every signal gives the ranked
@@ -15,9 +15,9 @@ formula of the grid reads ``bm25``, so the service would propose the same pool (
 channel joins the hybrid channels exactly when the rank reads ``bm25``). The chosen formula is
 then asked through the API as the harness's ``example`` configuration.
 
-The pick maximises the smaller of the two data sets' scores relative to their best grid
-formula (SciFact nDCG@10, LoCoMo evidence recall@10), so the default is good on both rather
-than tuned to one query set. Only the tuning splits are swept (SciFact train judgements, the
+The pick maximises the smallest of the sweeps' figures relative to each one's best grid
+formula (SciFact nDCG@10, LoCoMo evidence recall@10), so the default is good on every data set
+rather than tuned to one query set. Only the tuning splits are swept (SciFact train judgements, the
 LoCoMo dev conversations).
 """
 from __future__ import annotations
@@ -109,38 +109,41 @@ def sweep(workspace, questions: list[tuple[str, str, dict]], *, k: int, score, m
     return {"metric": metric, "questions": len(questions), "k": k, "formulas": formulas}
 
 
-def joint(scifact: dict, locomo: dict) -> list[dict]:
-    """Each formula with both figures, each relative to its data set's best, best pick first."""
-    best = {name: max(f["value"] for f in sweep_["formulas"].values())
-            for name, sweep_ in (("scifact", scifact), ("locomo", locomo))}
+def joint(sweeps: dict[str, dict]) -> list[dict]:
+    """Each formula every sweep ran, with each sweep's figure and the smallest of them relative
+    to that sweep's best formula; best pick first."""
+    best = {name: max(f["value"] for f in sweep_["formulas"].values()) for name, sweep_ in sweeps.items()}
+    common = set.intersection(*(set(sweep_["formulas"]) for sweep_ in sweeps.values()))
     rows = []
-    for name, entry in scifact["formulas"].items():
-        if name not in locomo["formulas"]:
-            continue
-        values = {"scifact": entry["value"], "locomo": locomo["formulas"][name]["value"]}
-        relative = {data: values[data] / best[data] for data in values}
-        rows.append({"name": name, "rank": entry["rank"], **values, "worst_relative": min(relative.values())})
+    for formula_name in sorted(common):
+        values = {name: sweep_["formulas"][formula_name]["value"] for name, sweep_ in sweeps.items()}
+        rows.append({"name": formula_name, "values": values,
+                     "worst_relative": min(values[name] / best[name] for name in values)})
     return sorted(rows, key=lambda row: (-row["worst_relative"], row["name"]))
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="Join the SciFact and LoCoMo rank sweeps into rank_sweep.md")
+    parser = argparse.ArgumentParser(description="Join the rank sweeps (bench/results/*_sweep.json) into "
+                                                 "rank_sweep.md")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args(argv)
-    scifact = json.loads((args.out / "scifact_sweep.json").read_text())
-    locomo = json.loads((args.out / "locomo_sweep.json").read_text())
-    rows = joint(scifact, locomo)
-    lines = ["# Hybrid rank sweep (tuning splits)", "",
-             f"SciFact: {scifact['metric']} over {scifact['questions']} train queries; LoCoMo: {locomo['metric']} "
-             f"over {locomo['questions']} dev questions. Every formula is "
-             "`b·N(bm25) + t·N(text_match) + (1-b-t)·N(similarity) + r·D24(age(last_accessed))`, ranked over the "
-             "service's own hybrid candidate pool (`bench/rank_sweep.py`). Sorted by the smaller of the two "
-             "figures relative to that data set's best formula.", "",
-             "| formula | SciFact | LoCoMo | worst relative |", "|---|---|---|---|"]
-    lines += [f"| `{row['name']}` | {row['scifact']:.4f} | {row['locomo']:.1f} | {row['worst_relative']:.4f} |"
-              for row in rows]
+    sweeps = {path.name.removesuffix("_sweep.json"): json.loads(path.read_text())
+              for path in sorted(args.out.glob("*_sweep.json"))}
+    if not sweeps:
+        parser.error(f"no *_sweep.json in {args.out}")
+    rows = joint(sweeps)
+    names = list(sweeps)
+    lines = ["# Hybrid rank sweep (tuning splits only)", "",
+             *[f"- `{name}`: {sweep_['metric']} over {sweep_['questions']} questions, k = {sweep_['k']}."
+               for name, sweep_ in sweeps.items()], "",
+             "Every formula is `b·N(bm25) + t·N(text_match) + (1-b-t)·N(similarity) + r·D24(age(last_accessed))`, "
+             "ranked over the service's own hybrid candidate pool (`bench/rank_sweep.py`). Sorted by the smallest "
+             "of its figures relative to that sweep's best formula.", "",
+             "| formula | " + " | ".join(names) + " | worst relative |", "|---|" + "---|" * (len(names) + 1)]
+    lines += [f"| `{row['name']}` | " + " | ".join(f"{row['values'][name]:.4f}" for name in names)
+              + f" | {row['worst_relative']:.4f} |" for row in rows]
     (args.out / "rank_sweep.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines[:12]))
+    print("\n".join(lines[:16]))
     return 0
 
 
