@@ -4,7 +4,9 @@ Candidates are only proposals: scope and typed filters are applied inside the ca
 so a filtered search still fills its pool, and every proposal is reloaded with the same
 scope (``reload_rows``) and re-checked in Python before ranking. Vector candidates use the
 space's partial HNSW index with ``hnsw.ef_search`` at least the pool size and iterative
-scans, so selective filters still fill the pool.
+scans, so selective filters still fill the pool. The lexical channels (text: the query's
+English lexemes; BM25: its ``bm25_v1`` terms) read the term index, or the exact scan for a
+scope the index does not hold (``pg_index``).
 """
 from __future__ import annotations
 
