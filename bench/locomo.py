@@ -53,6 +53,7 @@ from bench.quality_common import (RESULTS, ROOT, Configuration, add_configs_argu
                                   environment_line, ingest, ir_metrics, ir_run, log, markdown_table, query_vectors,
                                   rrf, run_configuration, selected_configurations, set_torch_threads,
                                   sha256_of, stored_embeddings, wait_ready, write_json)
+from bench.rank_sweep import example_hybrid_rank, sweep  # noqa: E402
 
 DEFAULT_DATA = Path("/work/shared/bench/locomo/locomo-dev.json")
 CATALOG = ROOT / "bench" / "catalogs" / "locomo"
@@ -75,6 +76,9 @@ CONFIGURATIONS = [
                   {"q": "{q}", "mode": "vector", "scope": SCOPE, "k": K}, group="vector"),
     Configuration("hybrid", "hybrid mode, default rank", "search",
                   {"q": "{q}", "mode": "hybrid", "scope": SCOPE, "k": K}, group="fused"),
+    Configuration("example", "hybrid mode, the example catalog's default rank", "search",
+                  {"q": "{q}", "mode": "hybrid", "scope": SCOPE, "rank": example_hybrid_rank(), "k": K}, group="fused",
+                  note="what GET /search ranks with in a workspace that loaded fixtures/catalogs/example"),
     Configuration("rrf", "view turns_rrf: RRF(bm25, vector), constant 60", "view",
                   {"q": "{q}", "entity": "{entity}", "k": K}, view="turns_rrf", group="fused"),
     Configuration("rrf_c10", "view turns_rrf_c10: RRF(bm25, vector), constant 10 (tuned)", "view",
@@ -307,6 +311,8 @@ def main(argv=None) -> int:
     parser.add_argument("--format", choices=FORMATS, default="dated", help="record text format (default dated)")
     add_configs_argument(parser, CONFIGURATIONS)
     parser.add_argument("--keep", action="store_true", help="keep the workspace (prints its name and key)")
+    parser.add_argument("--sweep", action="store_true",
+                        help="also sweep hybrid rank formulas over the service's pools (bench/rank_sweep.py)")
     parser.add_argument("--name", default="locomo", help="output file stem (default locomo)")
     parser.add_argument("--workers", type=int, default=2,
                         help="gunicorn workers, and as many concurrent API clients (default 2: one per core)")
@@ -352,6 +358,14 @@ def main(argv=None) -> int:
         timings["ready_s"] = wait_ready(bench.workspace, len(turns))
         dia_of = {rid: turn["dia_id"] for rid, turn in zip(record_ids, turns)}
         asked = [(q["qid"], q["question"], q["entity"]) for q in questions]
+        if args.sweep:
+            def recall10(ranked: dict) -> float:
+                turns_of = {qid: [dia_of[r] for r in ids] for qid, ids in ranked.items()}
+                return evaluate(turns_of, questions, known)["recall"]["10"]["overall"]
+
+            scoped = [(q["qid"], q["question"], {"collections": ["turns"], "entities": [q["entity"]]}) for q in questions]
+            write_json(args.out / "locomo_sweep.json", sweep(bench.workspace, scoped, k=K, score=recall10,
+                                                          metric="evidence recall@10"))
         runs = {}
         query_started = time.perf_counter()
         for config in selected:

@@ -45,6 +45,7 @@ from bench.quality_common import (RESULTS, ROOT, Configuration, add_configs_argu
                                   minmax_mix, overlap_at, query_vectors, rrf, run_configuration,
                                   selected_configurations, set_torch_threads, sha256_of, stored_embeddings, wait_ready,
                                   write_json)
+from bench.rank_sweep import example_hybrid_rank, sweep  # noqa: E402
 
 DEFAULT_DATA = Path("/work/shared/bench/beir-scifact")
 CATALOG = ROOT / "bench" / "catalogs" / "scifact"
@@ -58,7 +59,8 @@ RECALL_CUTOFFS = (1, 2, 3, 5, 10, 20, 30, 50, 100)
 SCOPE = {"collections": ["abstracts"]}
 
 BASELINE_OF = {"text": "bm25s_stemmed", "bm25": "bm25s_plain", "vector": "brute_force", "vector_sim": "brute_force",
-               "hybrid": "rrf_library", "rrf": "rrf_library", "rrf_c10": "rrf_library_c10", "mix": "mix_library"}
+               "hybrid": "rrf_library", "example": "mix_library", "rrf": "rrf_library", "rrf_c10": "rrf_library_c10",
+               "mix": "mix_library"}
 
 CONFIGURATIONS = [
     Configuration("text", "text mode, default rank (ts_rank_cd)", "search",
@@ -73,6 +75,9 @@ CONFIGURATIONS = [
                   note="isolates the HNSW index from the default rank's recency term"),
     Configuration("hybrid", "hybrid mode, default rank", "search",
                   {"q": "{q}", "mode": "hybrid", "scope": SCOPE, "k": K}, group="fused"),
+    Configuration("example", "hybrid mode, the example catalog's default rank", "search",
+                  {"q": "{q}", "mode": "hybrid", "scope": SCOPE, "rank": example_hybrid_rank(), "k": K}, group="fused",
+                  note="what GET /search ranks with in a workspace that loaded fixtures/catalogs/example"),
     Configuration("rrf", "view abstracts_rrf: RRF(bm25, vector), constant 60", "view",
                   {"q": "{q}", "k": K}, view="abstracts_rrf", group="fused"),
     Configuration("rrf_c10", "view abstracts_rrf_c10: RRF(bm25, vector), constant 10 (tuned)", "view",
@@ -323,6 +328,8 @@ def main(argv=None) -> int:
     parser.add_argument("--queries", type=int, default=None, help="ask only the first N queries")
     add_configs_argument(parser, CONFIGURATIONS)
     parser.add_argument("--keep", action="store_true", help="keep the workspace (prints its name and key)")
+    parser.add_argument("--sweep", action="store_true",
+                        help="also sweep hybrid rank formulas over the service's pools (bench/rank_sweep.py)")
     parser.add_argument("--name", default="scifact", help="output file stem (default scifact)")
     parser.add_argument("--workers", type=int, default=2,
                         help="gunicorn workers, and as many concurrent API clients (default 2: one per core)")
@@ -368,6 +375,13 @@ def main(argv=None) -> int:
         timings["ready_s"] = wait_ready(bench.workspace, len(corpus))
         doc_of = dict(zip(record_ids, (doc["id"] for doc in corpus)))
         questions = [(qid, text, None) for qid, text in queries]
+        if args.sweep:
+            def ndcg10(ranked: dict) -> float:
+                docs = {qid: [doc_of[r] for r in ids] for qid, ids in ranked.items()}
+                return evaluate(docs, qrels_list, qids)["metrics"]["nDCG@10"]
+
+            write_json(args.out / "scifact_sweep.json", sweep(bench.workspace, [(qid, text, SCOPE) for qid, text in queries],
+                                                           k=K, score=ndcg10, metric="nDCG@10"))
         runs = {}
         query_started = time.perf_counter()
         for config in selected:

@@ -28,8 +28,6 @@ DEFAULTS: dict[str, object] = {
     "MAX_QUERY_CHARS": 8_192,
     "SEARCH_RENDER_TOKENS": 16_000,
     "SEARCH_MAX_CONCURRENCY": 8,
-    "TEXT_RANK_SCAN": 2000,
-    "HYBRID_TEXT_RANK_SCAN": 1000,
     "QUERY_EMBEDDING_CACHE": 512,
     "VECTOR_EXACT_MAX": 2000,
     "MAX_GRAPH_DEPTH": 4,
@@ -48,8 +46,9 @@ DEFAULTS: dict[str, object] = {
     "LEXICAL_SCAN_BYTES_MAX": 4_294_967_296,
     "LEXICAL_RETRIEVAL_SLOTS": 4,
     # Lexical index (catalog_app.lexical): the analyzers the write path maintains, comma-separated
-    # (bm25_v1, english); each one costs every write that makes records visible.
-    "LEXICAL_ANALYZERS": "bm25_v1",
+    # (bm25_v1, english); each one costs every write that makes records visible. Search's BM25
+    # channel reads bm25_v1 and its text channel english; an unmaintained one is scanned instead.
+    "LEXICAL_ANALYZERS": "bm25_v1,english",
     # POST /memory/search (memory-brief-and-lookups.md)
     "MEMORY_SEARCH_HITS": 10,
     "MEMORY_SEARCH_FACTS": 10,

@@ -4,7 +4,9 @@ Candidates are only proposals: scope and typed filters are applied inside the ca
 so a filtered search still fills its pool, and every proposal is reloaded with the same
 scope (``reload_rows``) and re-checked in Python before ranking. Vector candidates use the
 space's partial HNSW index with ``hnsw.ef_search`` at least the pool size and iterative
-scans, so selective filters still fill the pool.
+scans, so selective filters still fill the pool. The lexical channels (text: the query's
+English lexemes; BM25: its ``bm25_v1`` terms) read the term index, or the exact scan for a
+scope the index does not hold (``pg_index``).
 """
 from __future__ import annotations
 
@@ -28,7 +30,8 @@ from ..engine.candidates import CanonicalRow, QueryContext, Reloaded, interleave
 from ..engine.profiles import BACKEND_CAPABILITIES
 from ..engine.resolve import ResolvedSource
 from ..engine.trace import NO_TRACE, Trace
-from .pg_bm25 import bm25_candidates, score_expression, terms_join
+from .pg_bm25 import score_expression, terms_join
+from .pg_index import bm25_candidates, text_candidates
 from .pg_scope import filter_clause, order_clause, scope_clause
 
 NAME = "pg"
@@ -37,20 +40,6 @@ CAPABILITIES = BACKEND_CAPABILITIES[NAME]
 # The query's English lexemes, OR-ed: a long question still finds rows sharing some words. Written
 # inline (not in a CTE) so the planner folds it to a constant and estimates how many rows match.
 OR_QUERY = "replace(plainto_tsquery('english', %s)::text, ' & ', ' | ')::tsquery"
-
-
-def text_matches_sql(columns: str, where: str) -> str:
-    """SQL selecting ``columns`` of ``m`` (``m.id``, ``m.seq``, ``m.key``, ``m.entity`` and
-    ``m.text_match``) for the rows of ``RECORD r`` matching ``OR_QUERY`` under ``where``, best
-    ``ts_rank_cd`` first, then ``seq`` desc. Only the newest ``TEXT_RANK_SCAN`` matches (in hybrid
-    mode ``HYBRID_TEXT_RANK_SCAN``) are ranked:
-    a broad query can match most of a large workspace, and ranking every match costs time in
-    proportion (at 100,000 records, 10x this bounded form). Parameters: q, where's, scan, q, limit."""
-    return (f"SELECT {columns} FROM (SELECT r.id, r.seq, r.key, r.entity, r.search_vector FROM {RECORD} r "
-            f"WHERE r.search_vector @@ {OR_QUERY} AND {where} ORDER BY r.occurred_at DESC, r.seq DESC LIMIT %s) m "
-            f"CROSS JOIN LATERAL (SELECT ts_rank_cd(m.search_vector, {OR_QUERY}) AS text_match) rank "
-            f"ORDER BY rank.text_match DESC, m.seq DESC LIMIT %s")
-
 
 
 def vector_matches(where: Clause, workspace_id: int, vector: list[float], space: str, dimensions: int, *,
@@ -72,10 +61,13 @@ def vector_matches(where: Clause, workspace_id: int, vector: list[float], space:
 def text_matches(where: Clause, query: str, *, cap: int) -> list[tuple[uuid.UUID, float, str | None, str]]:
     """Context retrieval's text proposals: ``(id, text_match, key, entity)`` of at most ``cap``
     records under ``where`` (over the record table as ``r``) matching the OR of ``query``'s
-    English lexemes, best ``ts_rank_cd`` first (``text_matches_sql``, ``TEXT_RANK_SCAN``)."""
-    sql = text_matches_sql("m.id, rank.text_match, m.key, m.entity", where.sql)
+    English lexemes, best ``ts_rank_cd`` first, then ``seq`` desc. Every match is ranked: the
+    retrieval scope (its time axis, visibility and supersession) is not one the index holds."""
+    sql = (f"SELECT m.id, m.text_match, m.key, m.entity FROM (SELECT r.id, r.seq, r.key, r.entity, "
+           f"ts_rank_cd(r.search_vector, {OR_QUERY}) AS text_match FROM {RECORD} r "
+           f"WHERE r.search_vector @@ {OR_QUERY} AND {where.sql}) m ORDER BY m.text_match DESC, m.seq DESC LIMIT %s")
     with connection.cursor() as cursor:
-        cursor.execute(sql, [query, *where.params, memseek_setting("TEXT_RANK_SCAN"), query, cap])
+        cursor.execute(sql, [query, query, *where.params, cap])
         return [(row[0], float(row[1]), row[2], row[3]) for row in cursor.fetchall()]
 
 
@@ -202,14 +194,7 @@ def _scope_at_most(where: str, params: list, limit: int) -> bool:
 
 
 def _text(resolved: ResolvedSource, context: QueryContext, cap: int) -> list[uuid.UUID]:
-    where, params = _where(resolved, context)
-    sql = text_matches_sql("m.id", where)
-    # In hybrid mode the text channel is one of three and fills about a third of the pool, so it
-    # ranks fewer matches (HYBRID_TEXT_RANK_SCAN) than as the only channel of text mode.
-    scan = memseek_setting("HYBRID_TEXT_RANK_SCAN" if resolved.source.mode == "hybrid" else "TEXT_RANK_SCAN")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [context.q, *params, scan, context.q, cap])
-        return [row[0] for row in cursor.fetchall()]
+    return text_candidates(resolved, context.workspace_id, context.q, cap)
 
 
 def _recent(resolved: ResolvedSource, context: QueryContext, cap: int) -> list[uuid.UUID]:

@@ -1,19 +1,26 @@
-"""Exact BM25 (``bm25_v1``) in the ``pg`` backend: the candidate channel and the score of the
-canonical reload, as SQL over each record's stored term frequencies (``catalog_app.bm25_terms``),
-computing exactly ``search_app.engine.bm25``'s formula. Statistics come from the search's own
-scope and typed filters, counted in the candidate statement, which reads each record's term
-frequencies once.
+"""Exact BM25 in the ``pg`` backend as SQL over the record table: the score of the canonical
+reload (``bm25_v1``, over each record's stored term frequencies, ``catalog_app.bm25_terms``) and
+the exact scan of the lexical channels, computing exactly ``search_app.engine.bm25``'s formula.
+
+The scan is what the index (``pg_index``) answers for the scopes it holds, and the channels'
+path for every other scope: statistics from the search's own scope and typed filters, counted
+in the candidate statement, which reads each record's terms once. Analyzers: ``bm25_v1`` (the
+stored term frequencies) and ``english`` (the lexemes of the stored ``tsvector``, tf = their
+positions, as ``catalog_app.lexical.analyzers`` defines them for the index).
 """
 from __future__ import annotations
 
 from django.db import connection
 
 from catalog_app.bm25_terms import bm25_query_terms
+from catalog_app.lexical.analyzers import ENGLISH as ENGLISH_ANALYZER
 from catalog_app.record_sql import RECORD
 
 from ..engine.bm25 import B, K1, Bm25Stats, bm25_stats
 from ..engine.resolve import ResolvedSource
 from .pg_scope import filter_clause, scope_clause
+
+BM25_V1, ENGLISH = "bm25_v1", "english"
 
 
 def terms_join(terms: tuple[str, ...]) -> tuple[str, list]:
@@ -23,6 +30,15 @@ def terms_join(terms: tuple[str, ...]) -> tuple[str, list]:
     columns = "".join(f", (j.tf ->> %s)::float8 AS t{i}" for i in range(len(terms)))
     return (f"CROSS JOIN LATERAL (SELECT j.length{columns} FROM (SELECT r.bm25_tf || '{{}}'::jsonb AS tf, "
             f"r.bm25_length AS length OFFSET 0) j) b"), list(terms)
+
+
+def english_join(terms: tuple[str, ...]) -> tuple[str, list]:
+    """``terms_join`` for the ``english`` analyzer: ``b.length`` and ``b.t0``, ... from the
+    record's stored ``tsvector``."""
+    columns = "".join(f", (SELECT t.tf FROM {ENGLISH_ANALYZER.terms_sql} WHERE t.term = %s)::float8 AS t{i}"
+                      for i in range(len(terms)))
+    return (f"CROSS JOIN LATERAL (SELECT {ENGLISH_ANALYZER.length_sql} AS length{columns} OFFSET 0) b",
+            list(terms))
 
 
 def _term_sql(i: int, idf_sql: str, average_sql: str, alias: str = "b") -> str:
@@ -44,14 +60,21 @@ def score_expression(stats: Bm25Stats) -> tuple[str, list]:
 
 
 def bm25_candidates(resolved: ResolvedSource, workspace_id: int, q: str, cap: int) -> tuple[Bm25Stats, list]:
-    """The statistics of ``q`` over the source's scope and the ``cap`` best records by exact
-    BM25 among those sharing a query term, from one statement (one pass over the scope)."""
-    terms = tuple(bm25_query_terms(q or ""))
+    """The BM25 channel by exact scan (``bm25_v1`` terms of ``q``): what the index answers for
+    the scopes it holds (the lexical benchmark's full-scan baseline)."""
+    return scan_candidates(resolved, workspace_id, BM25_V1, tuple(bm25_query_terms(q or "")), cap)
+
+
+def scan_candidates(resolved: ResolvedSource, workspace_id: int, analyzer: str, terms: tuple[str, ...],
+                    cap: int) -> tuple[Bm25Stats, list]:
+    """The statistics of the distinct ``terms`` (of ``analyzer``) over the source's scope and
+    typed filters, and the ``cap`` best records by exact BM25 among those sharing a term (ties
+    by ascending id), from one statement (one pass over the scope)."""
     if not terms:
         return Bm25Stats((), 0, 0.0, ()), []
     scope_sql, scope_params = scope_clause(resolved, workspace_id)
     filter_sql, filter_params = filter_clause(resolved)
-    join, join_params = terms_join(terms)
+    join, join_params = {BM25_V1: terms_join, ENGLISH: english_join}[analyzer](terms)
     tcols = "".join(f", b.t{i}" for i in range(len(terms)))
     dfs = "".join(f", count(d.t{i})::float8 AS df{i}" for i in range(len(terms)))
     # idf computed in float8 exactly as ``idf`` does in Python (the reload scores with those).

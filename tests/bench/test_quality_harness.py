@@ -26,13 +26,13 @@ def _in_unit_interval(value) -> bool:
 
 
 def test_scifact_harness_end_to_end(tmp_path, capsys):
-    call_command("bench", "scifact", "--data", FIXTURES / "scifact_tiny", "--out", tmp_path)
+    call_command("bench", "scifact", "--data", FIXTURES / "scifact_tiny", "--out", tmp_path, "--sweep")
 
     result = json.loads((tmp_path / "scifact.json").read_text())
     assert result["data"]["documents"] == 20 and result["data"]["queries"] == 5
     assert result["data"]["judgements"] == 6
     # the default set: the tuned variant rrf_c10 runs only when asked for
-    expected = {"text", "bm25", "vector", "vector_sim", "hybrid", "rrf", "mix"}
+    expected = {"text", "bm25", "vector", "vector_sim", "hybrid", "example", "rrf", "mix"}
     assert set(result["configurations"]) == expected
     assert set(result["baselines"]) == {"bm25s_plain", "bm25s_stemmed", "brute_force", "rrf_library", "rrf_library_c10",
                                         "mix_library"}
@@ -54,15 +54,31 @@ def test_scifact_harness_end_to_end(tmp_path, capsys):
     assert (tmp_path / "scifact.md").read_text().startswith("# SciFact retrieval quality")
     assert all((tmp_path / name).stat().st_size > 0 for name in result["plots"])
     assert not Workspace.objects.filter(name__startswith="bench-scifact-").exists()
+    # The sweep ranks the service's own pools: its figure for the example catalog's formula is
+    # what that formula scored through the API.
+    assert _swept_example(tmp_path / "scifact_sweep.json") == result["configurations"]["example"]["metrics"]["nDCG@10"]
+
+
+def _swept_example(path: Path) -> float:
+    from bench.rank_sweep import example_hybrid_rank
+    from search_app.engine.rank_expression import parse_rank
+
+    sweep = json.loads(path.read_text())
+    assert len(sweep["formulas"]) > 1
+    (value,) = [entry["value"] for entry in sweep["formulas"].values()
+                if parse_rank(entry["rank"]) == parse_rank(example_hybrid_rank())]
+    return value
 
 
 def test_locomo_harness_end_to_end(tmp_path):
-    call_command("bench", "locomo", "--data", FIXTURES / "locomo_tiny.json", "--out", tmp_path, "--configs", "all")
+    call_command("bench", "locomo", "--data", FIXTURES / "locomo_tiny.json", "--out", tmp_path, "--configs", "all",
+                 "--sweep")
 
     result = json.loads((tmp_path / "locomo.json").read_text())
     assert result["data"]["turns"] == 12 and result["data"]["questions"] == 5
     assert result["data"]["evidence_ids_matching_no_turn"] == ["conv-tiny:D9:99"]
-    assert set(result["configurations"]) == {"text", "bm25", "vector", "hybrid", "rrf", "rrf_c10", "rrf3", "mix"}
+    assert set(result["configurations"]) == {"text", "bm25", "vector", "hybrid", "example", "rrf", "rrf_c10", "rrf3",
+                                             "mix"}
     per_question = result["per_question"]
     for name, entry in (*result["configurations"].items(), *result["baselines"].items()):
         for cutoff in ("5", "10", "25", "50"):
@@ -80,6 +96,7 @@ def test_locomo_harness_end_to_end(tmp_path):
     assert result["target"]["target"] == 66.2
     assert all((tmp_path / name).stat().st_size > 0 for name in result["plots"])
     assert not Workspace.objects.filter(name__startswith="bench-locomo-").exists()
+    assert _swept_example(tmp_path / "locomo_sweep.json") == result["configurations"]["example"]["recall"]["10"]["overall"]
 
 
 def test_unknown_benchmark_lists_the_available_ones():

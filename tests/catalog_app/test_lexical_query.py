@@ -139,6 +139,7 @@ def test_a_statistic_contradicting_the_postings_fails_the_read(ws):
         top(ws, ["alpha"])
 
 
-def test_an_analyzer_the_write_path_does_not_maintain_is_refused(ws):
+def test_an_analyzer_the_write_path_does_not_maintain_is_refused(ws, settings):
+    settings.MEMSEEK = {"LEXICAL_ANALYZERS": "bm25_v1"}
     with pytest.raises(ValueError, match="not maintained"):
         index_top_k(workspace_id=ws.pk, analyzer="english", terms=("a",), k=1, scope=IndexScope())

@@ -36,6 +36,12 @@ BUILT_IN_VARIANTS = {
     "recent": ["decay", ["age_hours", "occurred_at"], {"midpoint": 24.0, "exponent": 1.0}],
 }
 BUILT_IN_HASH = definition_hash(default_rank_body())
+# What fixtures/catalogs/example publishes: hybrid fuses exact BM25 and similarity (and a little
+# ts_rank_cd) with a small recency term, chosen on the quality benches' tuning splits; the other
+# modes are built in.
+EXAMPLE_HYBRID = ["sum", [["product", 0.3, ["normalize", ["bm25"]]], ["product", 0.1, ["normalize", ["text_match"]]],
+                          ["product", 0.6, ["normalize", ["similarity"]]], ["product", 0.1, DECAY_24]]]
+EXAMPLE_VARIANTS = {**BUILT_IN_VARIANTS, "hybrid": EXAMPLE_HYBRID}
 
 # The reference catalog's shape: the default formulas plus N(importance) as a third term.
 WITH_IMPORTANCE = """
@@ -69,9 +75,11 @@ def test_rank_schema_of_the_example_catalog(api, catalog):
     assert payload["rank"] == RANK_GRAMMAR
     Draft202012Validator.check_schema(payload["rank"])
     assert payload["result_scores"] == RESULT_SCORES
-    assert payload["rank_hash"] == BUILT_IN_HASH
+    stored = Definition.objects.get(workspace=catalog, family="rank_default", active=True)
+    assert (stored.source_file, payload["rank_hash"]) == (RANK_FILE, stored.hash)
+    assert payload["rank_hash"] != BUILT_IN_HASH
     assert payload["default_candidates"] == 200
-    assert payload["variants"] == BUILT_IN_VARIANTS
+    assert payload["variants"] == EXAMPLE_VARIANTS
     assert payload["profiles"] == {"pg_default": {"backend": "pg", "layout": None, "consistency": None,
                                                   "usable": True}}
     assert payload["bindings"] == {"dependencies": "pg_default", "main": "pg_default", "outcomes": "pg_default",
@@ -169,12 +177,13 @@ def test_profiles_and_bindings_include_loaded_profiles(api, catalog, tmp_path):
 def test_a_broken_rank_default_fails_to_load_with_its_path(api, catalog, tmp_path, text, path):
     rows = Definition.objects.filter(workspace=catalog).count()
     revision = Workspace.objects.get(pk=catalog.pk).catalog_revision
+    active = rank_schema(api)["rank_hash"]
     with pytest.raises(CatalogInvalid) as failure:
         catalog_load(workspace=catalog, directory=catalog_dir(tmp_path, {RANK_FILE: text}))
     assert [(issue.file, issue.path, issue.code) for issue in failure.value.issues] == [(RANK_FILE, path, "schema")]
     assert Definition.objects.filter(workspace=catalog).count() == rows
     assert Workspace.objects.get(pk=catalog.pk).catalog_revision == revision
-    assert rank_schema(api)["rank_hash"] == BUILT_IN_HASH
+    assert rank_schema(api)["rank_hash"] == active
 
 
 def test_the_ranking_catalog_publishes_bm25_v1_and_the_configured_capacity(api, catalog, settings):
@@ -184,3 +193,29 @@ def test_the_ranking_catalog_publishes_bm25_v1_and_the_configured_capacity(api, 
     assert bm25["idf"] == "idf(term) = ln(1 + (N - df(term) + 0.5) / (df(term) + 0.5))"
     assert bm25["capacity"] == {"scan_records_max": 500, "scan_bytes_max": 4096, "retrieval_slots": 3}
     assert bm25["route"] == "POST /search/lexical" and bm25["ties"] == "ascending record UUID"
+
+
+@pytest.mark.model
+def test_get_search_ranks_with_the_example_catalogs_hybrid_default(api, catalog, settings):
+    from tests.search_app.search_factories import ingest_ready, item
+
+    settings.MEMSEEK = {"TOUCH_ON_READ": False}
+    ingest_ready(catalog, [item("Maria confirmed the Q3 budget"), item("The Q3 budget review moved to Friday"),
+                           item("Budget budget budget: the offsite plan"), item("Replace the bicycle chain"),
+                           item("My cat sleeps on the warm windowsill")])
+    got = api.get("/search?q=q3 budget review&collection=main")
+    assert got.status_code == 200, got.json()
+
+    def posted(rank: list) -> list:
+        body = {"q": "q3 budget review", "mode": "hybrid", "scope": {"collections": ["main"]}, "rank": rank}
+        response = api.post("/search", body, format="json")
+        assert response.status_code == 200, response.json()
+        return [(hit["id"], hit["rank_score"]) for hit in response.json()["hits"]]
+
+    def same(a: list, b: list) -> bool:  # the recency term moves with the clock (0.1 / 24 an hour)
+        return [i for i, _ in a] == [i for i, _ in b] and all(abs(x - y) < 1e-4 for (_, x), (_, y) in zip(a, b))
+
+    hits = [(hit["id"], hit["rank_score"]) for hit in got.json()["hits"]]
+    assert len(hits) == 5
+    assert same(hits, posted(EXAMPLE_HYBRID))
+    assert not same(hits, posted(BUILT_IN_VARIANTS["hybrid"]))

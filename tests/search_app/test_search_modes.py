@@ -166,36 +166,33 @@ def test_text_search_ranks_more_shared_words_higher(catalog, api):
     assert [hit["id"] for hit in body["hits"]] == [str(two_words), str(one_word)]
 
 
-def test_text_candidates_come_from_the_newest_text_rank_scan_matches(catalog, api, settings):
-    settings.MEMSEEK = {"TEXT_RANK_SCAN": 2, "TOUCH_ON_READ": False}
+def test_text_candidates_are_the_best_lexeme_matches_whatever_their_age(catalog, api, settings):
+    settings.MEMSEEK = {"TOUCH_ON_READ": False}
     best_but_oldest, newer, newest, _other = ingest_ready(catalog, [
         item("budget budget budget review", occurred_at=at(0)), item("budget draft", occurred_at=at(1)),
         item("budget approved", occurred_at=at(2)), item(UNRELATED[1], occurred_at=at(3))])
-    body = search(api, {"q": "budget", "mode": "text", "scope": {"collections": ["main"]}})
-    assert {hit["id"] for hit in body["hits"]} == {str(newer), str(newest)}
-    settings.MEMSEEK = {"TEXT_RANK_SCAN": 3, "TOUCH_ON_READ": False}
-    body = search(api, {"q": "budget", "mode": "text", "scope": {"collections": ["main"]}, "rank": ["text_match"]})
-    assert body["hits"][0]["id"] == str(best_but_oldest) and len(body["hits"]) == 3
+    body = search(api, {"q": "budget", "mode": "text", "scope": {"collections": ["main"]},
+                        "params": {"candidates": 2}})
+    # BM25 over the English lexemes: three "budget" beat one; the two equal ones tie by ascending id.
+    assert {hit["id"] for hit in body["hits"]} == {str(best_but_oldest), str(min(newer, newest))}
+    assert body["backend"]["candidate_count"] == 2
 
 
-def test_hybrid_text_channel_ranks_its_own_number_of_newest_matches(catalog, api, settings, monkeypatch):
+def test_the_hybrid_text_channel_proposes_what_text_mode_proposes(catalog, api, settings, monkeypatch):
     from search_app.backends import pg as pg_backend
 
+    settings.MEMSEEK = {"TOUCH_ON_READ": False}
     proposed = []
     real_text = pg_backend._text
     monkeypatch.setattr(pg_backend, "_text", lambda *args: proposed.append(real_text(*args)) or proposed[-1])
     best_but_oldest, newer, newest = ingest_ready(catalog, [
         item("budget budget budget review", occurred_at=at(0)), item("budget draft", occurred_at=at(1)),
         item("budget approved", occurred_at=at(2))])
-    body = {"q": "budget", "mode": "hybrid", "scope": {"collections": ["main"]}}
-    settings.MEMSEEK = {"TEXT_RANK_SCAN": 3, "HYBRID_TEXT_RANK_SCAN": 2, "TOUCH_ON_READ": False}
-    assert len(search(api, body)["hits"]) == 3  # the vector and recent channels still propose the oldest
-    assert set(proposed[-1]) == {newer, newest}
-    settings.MEMSEEK = {"TEXT_RANK_SCAN": 2, "HYBRID_TEXT_RANK_SCAN": 3, "TOUCH_ON_READ": False}
-    search(api, body)
-    assert proposed[-1][0] == best_but_oldest and len(proposed[-1]) == 3
+    body = {"q": "budget review", "mode": "hybrid", "scope": {"collections": ["main"]}}
+    assert len(search(api, body)["hits"]) == 3
     search(api, {**body, "mode": "text"})
-    assert set(proposed[-1]) == {newer, newest}
+    assert proposed[0] == proposed[1] and proposed[0][0] == best_but_oldest
+    assert set(proposed[0]) == {best_but_oldest, newer, newest}
 
 
 def test_text_search_with_only_stopwords_matches_nothing(catalog, api):
