@@ -46,6 +46,8 @@ class IngestResultSerializer(serializers.Serializer):
 
 
 class RecordBatchView(APIView):
+    capability = "write"
+
     @extend_schema(
         summary="Write a batch of 1-100 records atomically",
         request=RecordBatchSerializer,
