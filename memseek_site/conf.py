@@ -20,6 +20,10 @@ DEFAULTS: dict[str, object] = {
     # six-byte \uXXXX escape, plus MAX_CONTENT_BYTES, MAX_ANNOTATION_BYTES and 4 KiB of other
     # members per record, so the largest documented batch always fits however it is encoded.
     "MAX_BODY_BYTES": 100 * (65_536 * 6 + 131_072 + 32_768 + 4_096),
+    # A request target's bytes (path and query string). Below gunicorn's own request-line ceiling
+    # (8,190 with --limit-request-line 8190, as quickstart starts it), so the API answers 414
+    # itself rather than gunicorn's bare page.
+    "MAX_URL_BYTES": 8_000,
     # Reads
     "MAX_DOCUMENT_RECORDS": 500,
     "MAX_RESPONSE_BYTES": 4_194_304,

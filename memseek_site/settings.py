@@ -31,6 +31,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "memseek_site.api_envelope.NoStoreMiddleware",
+    "memseek_site.api_envelope.UriLengthMiddleware",
+    "memseek_site.console_policy.ContentSecurityPolicyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

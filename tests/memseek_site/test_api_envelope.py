@@ -76,3 +76,48 @@ def test_an_unauthenticated_answer_is_not_stored_either(db):
     response = APIClient().post("/search", {"mode": "recent"}, format="json")
     envelope(response, 401, "unauthorized")
     assert response["Cache-Control"] == "no-store"
+
+
+@pytest.mark.parametrize("url", ["/timeline?entity=" + "a" * 8_000, "/" + "x" * 8_001,
+                                 "/search?q=" + "%E2%82%AC" * 900])
+def test_a_url_longer_than_max_url_bytes_is_414_uri_too_long(api, url):
+    response = api.get(url)
+    envelope(response, 414, "uri_too_long")
+    assert "8000 bytes" in response.json()["detail"]
+    assert response["Cache-Control"] == "no-store"
+
+
+def test_a_url_at_the_limit_reaches_its_route(api, catalog):
+    url = "/timeline?entity="
+    response = api.get(url + "a" * (8_000 - len(url)))
+    # The route's own rule answers (an entity is at most 255 characters), not the URL limit.
+    assert (response.status_code, response.json()["path"]) == (422, "entity")
+
+
+def test_the_url_limit_is_a_setting(api, catalog, settings):
+    settings.MEMSEEK = {"MAX_URL_BYTES": 40}
+    assert api.get("/timeline?entity=" + "a" * 30).status_code == 414
+    assert api.get("/timeline?entity=" + "a" * 20).status_code == 200
+
+
+def test_an_over_long_console_url_is_an_html_414(admin_client):
+    response = admin_client.get("/console/" + "x" * 8_001)
+    assert response.status_code == 414 and response["Content-Type"].startswith("text/html")
+
+
+def test_gunicorn_accepts_request_lines_longer_than_max_url_bytes():
+    from catalog_app.management.commands.quickstart import gunicorn_argv
+    from memseek_site.conf import DEFAULTS
+
+    argv = gunicorn_argv("127.0.0.1:8123", 1)
+    assert int(argv[argv.index("--limit-request-line") + 1]) > DEFAULTS["MAX_URL_BYTES"] + len("DELETE  HTTP/1.1")
+
+
+def test_every_keyed_api_operation_answers_no_store_even_when_refused(db):
+    from tests.catalog_app.test_auth import url_of
+    from tests.memseek_site.api_routes import keyed_api_operations
+
+    client = APIClient()
+    for method, route, _ in keyed_api_operations():
+        response = getattr(client, method.lower())(url_of(route))
+        assert response.status_code == 401 and response["Cache-Control"] == "no-store", (method, route)

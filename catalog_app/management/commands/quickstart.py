@@ -54,9 +54,10 @@ class Command(BaseCommand):
 
 def gunicorn_argv(addrport: str, workers: int) -> list[str]:
     """The command line that serves the API on ``addrport`` (``host:port``) with ``workers``
-    sync workers, access log on standard output."""
+    sync workers, access log on standard output. The request line may be as long as gunicorn
+    allows (8,190 bytes), longer than ``MAX_URL_BYTES``, so an over-long URL gets the API's 414."""
     return [sys.executable, "-m", "gunicorn", "memseek_site.wsgi", "--bind", addrport,
-            "--workers", str(max(1, workers)), "--access-logfile", "-"]
+            "--workers", str(max(1, workers)), "--access-logfile", "-", "--limit-request-line", "8190"]
 
 
 def gunicorn_environment(environ, workers: int) -> dict[str, str]:
