@@ -1,5 +1,7 @@
 """Serializers shared by the OpenAPI description of every route, and the schema class that
-states each keyed route's capability (and its 403) from the view's one declaration."""
+states each keyed route's capability (and its 403) from the view's one declaration, and closes
+the request objects marked ``closed_request`` (their strict reader refuses unknown keys) with
+``additionalProperties: false``."""
 from drf_spectacular.openapi import AutoSchema
 from rest_framework import serializers
 
@@ -12,9 +14,24 @@ class ErrorSerializer(serializers.Serializer):
     path = serializers.CharField(required=False, help_text="Dotted location of the offending value.")
 
 
+def closed_request(serializer_class):
+    """Mark a request serializer whose strict reader accepts exactly the keys it names; the
+    schema then says ``additionalProperties: false`` (tests/memseek_site/test_openapi_constraints.py
+    compares the names with the reader's)."""
+    serializer_class.closed_request = True
+    return serializer_class
+
+
 class KeyedAutoSchema(AutoSchema):
     """Adds ``x-capability`` and the ``403 capability_missing`` response to every route that
-    takes a bearer key, so the document cannot disagree with ``catalog_app.auth``."""
+    takes a bearer key, so the document cannot disagree with ``catalog_app.auth``; closed request
+    objects get ``additionalProperties: false``."""
+
+    def _map_basic_serializer(self, serializer, direction):
+        schema = super()._map_basic_serializer(serializer, direction)
+        if direction == "request" and getattr(serializer, "closed_request", False):
+            schema["additionalProperties"] = False
+        return schema
 
     def get_operation(self, *args, **kwargs):
         operation = super().get_operation(*args, **kwargs)
