@@ -22,7 +22,8 @@ class RecordInputSerializer(serializers.Serializer):
                                   help_text="Author vocabulary; 'run' and 'erasure' are reserved.")
     key = serializers.CharField(required=False, allow_null=True, max_length=128,
                                 help_text="Required in keyed collections, forbidden in event collections.")
-    text = serializers.CharField(required=False, allow_null=True, max_length=memseek_setting("MAX_TEXT_CHARS"),
+    text = serializers.CharField(required=False, allow_null=True, allow_blank=True,
+                                 max_length=memseek_setting("MAX_TEXT_CHARS"),
                                  help_text="Canonical text; rendered from text_projection when omitted.")
     content = serializers.DictField(required=False, help_text="Validated against the collection's JSON Schema.")
     status = serializers.ChoiceField(choices=["active", "draft"], required=False, default="active")
