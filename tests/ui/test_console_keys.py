@@ -56,7 +56,8 @@ def test_revoke_is_staff_only(plain_user, workspace):
     key = ApiKey.objects.get(workspace=workspace)
     lax = Client()
     lax.force_login(plain_user)
-    for response in (lax.get(keys_url(workspace)), lax.post(revoke_url(workspace, key)), Client().get(keys_url(workspace))):
+    responses = (lax.get(keys_url(workspace)), lax.post(revoke_url(workspace, key)), Client().get(keys_url(workspace)))
+    for response in responses:
         assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
     key.refresh_from_db()
     assert key.revoked_at is None

@@ -24,4 +24,5 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from None
         stored = ApiKey.objects.get(key_hash=hash_key(key))
         self.stdout.write(f"Key {stored.pk} (hash {stored.key_hash[:12]}, capabilities "
-                          f"{', '.join(stored.capabilities)}) for workspace {workspace} (shown once, store it now):\n{key}")
+                          f"{', '.join(stored.capabilities)}) for workspace {workspace} "
+                          f"(shown once, store it now):\n{key}")
