@@ -54,10 +54,10 @@ class Command(BaseCommand):
 
 def gunicorn_argv(addrport: str, workers: int) -> list[str]:
     """The command line that serves the API on ``addrport`` (``host:port``) with ``workers``
-    sync workers, access log on standard output. The request line may be as long as gunicorn
-    allows (8,190 bytes), longer than ``MAX_URL_BYTES``, so an over-long URL gets the API's 414."""
+    sync workers, access log on standard output. gunicorn's own request-line limit is off (its
+    maximum, 8,190 bytes, is below ``MAX_URL_BYTES``), so the API's 414 answers an over-long URL."""
     return [sys.executable, "-m", "gunicorn", "memseek_site.wsgi", "--bind", addrport,
-            "--workers", str(max(1, workers)), "--access-logfile", "-", "--limit-request-line", "8190"]
+            "--workers", str(max(1, workers)), "--access-logfile", "-", "--limit-request-line", "0"]
 
 
 def gunicorn_environment(environ, workers: int) -> dict[str, str]:
