@@ -51,10 +51,10 @@ class WorkspaceAdmin(ReadOnlyAdmin):
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(ReadOnlyAdmin):
-    list_display = ("workspace", "label", "short_hash", "created_at", "revoked_at")
+    list_display = ("id", "workspace", "label", "short_hash", "capabilities", "created_at", "revoked_at")
     list_filter = ("workspace",)
     list_select_related = ("workspace",)
-    fields = ("workspace", "label", "key_hash", "created_at", "revoked_at")
+    fields = ("id", "workspace", "label", "key_hash", "capabilities", "created_at", "revoked_at")
     readonly_fields = fields
     ordering = ("workspace__name", "created_at")
 

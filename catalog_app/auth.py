@@ -1,8 +1,15 @@
-"""Bearer-key authentication: ``Authorization: Bearer <key>`` resolves to one workspace.
+"""Bearer-key authentication and key capabilities.
 
-Only the SHA-256 of a key is stored. Resolved hashes are cached per process for at most
-``API_KEY_CACHE_TTL_S`` seconds (capped at 60) in an LRU of 1,024 entries, so a revoked key
-stops working within that time.
+``Authorization: Bearer <key>`` resolves to one workspace and the key's capabilities. Only the
+SHA-256 of a key is stored. Resolved hashes are cached per process for at most
+``API_KEY_CACHE_TTL_S`` seconds (capped at 60) in an LRU of 1,024 entries, so a revoked key (or a
+changed capability set) takes effect within that time.
+
+Every API view declares the one capability it needs as its ``capability`` class attribute
+(``read``, ``write`` or ``review``); ``HasWorkspace``, the default permission class, is the only
+place that checks it. A view that declares none needs every capability, so a forgotten
+declaration refuses scoped keys instead of letting them through, and the URLconf walk in
+``tests/catalog_app/test_capabilities.py`` fails.
 """
 from __future__ import annotations
 
@@ -12,6 +19,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
+from dataclasses import dataclass
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication
@@ -20,14 +28,25 @@ from rest_framework.permissions import BasePermission
 from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
 
-from .models import ApiKey, Workspace
+from .models import CAPABILITIES, ApiKey, Workspace
 
 _CACHE_SIZE = 1024
 # WSGI environ key of a request this process builds for itself (the MCP server calling a route
-# for the caller of /mcp): ``(key, workspace)`` already resolved for that caller in the same
-# request. No HTTP client can set it: servers put headers only under ``HTTP_*``.
+# for the caller of /mcp): ``(key, (workspace, identity))`` already resolved for that caller in the
+# same request. No HTTP client can set it: servers put headers only under ``HTTP_*``.
 IN_PROCESS_WORKSPACE = "memseek.workspace"
-_cache: "OrderedDict[str, tuple[float, int]]" = OrderedDict()
+
+
+@dataclass(frozen=True, slots=True)
+class KeyIdentity:
+    """The key a request authenticated with (``request.user``); ``request.auth`` is its workspace."""
+
+    key_id: int
+    capabilities: frozenset[str]
+    is_authenticated = True
+
+
+_cache: "OrderedDict[str, tuple[float, int, KeyIdentity]]" = OrderedDict()
 _cache_lock = threading.Lock()
 
 
@@ -41,7 +60,8 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
-def workspace_for_key(key: str) -> Workspace | None:
+def key_resolve(key: str) -> tuple[Workspace, KeyIdentity] | None:
+    """The workspace and identity of an unrevoked ``key``, or ``None``."""
     digest = hash_key(key)
     ttl = memseek_setting("API_KEY_CACHE_TTL_S")
     now = time.monotonic()
@@ -49,21 +69,22 @@ def workspace_for_key(key: str) -> Workspace | None:
         cached = _cache.get(digest)
         if cached and now - cached[0] < ttl:
             _cache.move_to_end(digest)
-            workspace_id = cached[1]
+            resolved = cached[1:]
         else:
-            workspace_id = None
-    if workspace_id is None:
+            resolved = None
+    if resolved is None:
         row = (ApiKey.objects.filter(key_hash=digest, revoked_at__isnull=True)
-               .values("key_hash", "workspace_id").first())
+               .values("id", "key_hash", "workspace_id", "capabilities").first())
         if row is None or not hmac.compare_digest(row["key_hash"], digest):
             return None
-        workspace_id = row["workspace_id"]
+        resolved = (row["workspace_id"], KeyIdentity(row["id"], frozenset(row["capabilities"])))
         with _cache_lock:
-            _cache[digest] = (now, workspace_id)
+            _cache[digest] = (now, *resolved)
             _cache.move_to_end(digest)
             while len(_cache) > _CACHE_SIZE:
                 _cache.popitem(last=False)
-    return Workspace.objects.filter(pk=workspace_id).first()
+    workspace = Workspace.objects.filter(pk=resolved[0]).first()
+    return None if workspace is None else (workspace, resolved[1])
 
 
 def clear_key_cache() -> None:
@@ -71,8 +92,14 @@ def clear_key_cache() -> None:
         _cache.clear()
 
 
+def required_capabilities(view) -> frozenset[str]:
+    """What ``view`` (a class or an instance) needs: its declared ``capability``, else all."""
+    declared = getattr(view, "capability", None)
+    return frozenset((declared,)) if declared is not None else frozenset(CAPABILITIES)
+
+
 class WorkspaceKeyAuthentication(BaseAuthentication):
-    """Sets ``request.auth`` to the caller's Workspace."""
+    """Sets ``request.auth`` to the caller's Workspace and ``request.user`` to its ``KeyIdentity``."""
 
     def authenticate(self, request):
         header = request.META.get("HTTP_AUTHORIZATION", "")
@@ -81,20 +108,31 @@ class WorkspaceKeyAuthentication(BaseAuthentication):
             raise ApiError("unauthorized", "Send 'Authorization: Bearer <workspace key>'.")
         known = request.META.get(IN_PROCESS_WORKSPACE)
         if known is not None and hmac.compare_digest(known[0], parts[1]):
-            workspace = known[1]
+            resolved = known[1]
         else:
-            workspace = workspace_for_key(parts[1])
-        if workspace is None:
-            raise ApiError("unauthorized", "The bearer key is not valid.")
-        return (None, workspace)
+            resolved = key_resolve(parts[1])
+        if resolved is None:
+            raise ApiError("unauthorized", "The bearer key is not valid (unknown or revoked).")
+        workspace, identity = resolved
+        return (identity, workspace)
 
     def authenticate_header(self, request):
         return "Bearer"
 
 
 class HasWorkspace(BasePermission):
+    """A key of a workspace that holds the capability the view declares (403
+    ``capability_missing`` naming it otherwise)."""
+
     def has_permission(self, request, view):
-        return isinstance(request.auth, Workspace)
+        if not isinstance(request.auth, Workspace) or not isinstance(request.user, KeyIdentity):
+            return False
+        missing = sorted(required_capabilities(view) - request.user.capabilities)
+        if missing:
+            raise ApiError("capability_missing",
+                           f"This key lacks the {', '.join(repr(c) for c in missing)} capability this route needs; "
+                           f"use a key minted with it (manage.py create_key --capabilities ...).")
+        return True
 
 
 class WorkspaceKeyScheme(OpenApiAuthenticationExtension):
@@ -104,4 +142,5 @@ class WorkspaceKeyScheme(OpenApiAuthenticationExtension):
     name = "bearer"
 
     def get_security_definition(self, auto_schema):
-        return {"type": "http", "scheme": "bearer", "description": "The workspace API key."}
+        return {"type": "http", "scheme": "bearer", "description": "The workspace API key; each route needs one "
+                                                                   "capability (read, write or review) of it."}

@@ -17,6 +17,12 @@ from pgvector.django import VectorField
 
 WORKSPACE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 RECORD_SEQUENCE = "catalog_app_record_seq"
+# What a key may do (catalog_app.auth): read anything, write records and feedback, review drafts.
+CAPABILITIES = ("read", "write", "review")
+
+
+def all_capabilities() -> list[str]:
+    return list(CAPABILITIES)
 
 
 class Workspace(models.Model):
@@ -40,6 +46,12 @@ class ApiKey(models.Model):
     label = models.CharField(max_length=128, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    capabilities = ArrayField(models.CharField(max_length=16, choices=[(c, c) for c in CAPABILITIES]),
+                              default=all_capabilities)
+
+    class Meta:
+        constraints = [models.CheckConstraint(condition=Q(capabilities__contained_by=list(CAPABILITIES)),
+                                              name="api_key_known_capabilities")]
 
     def __str__(self):
         return f"{self.workspace.name} key {self.key_hash[:8]}…"
@@ -83,6 +95,11 @@ class Record(models.Model):
     # Workspace-global ingestion order, assigned by the database from a sequence (migration 0001).
     seq = models.BigIntegerField(unique=True, editable=False,
                                  db_default=models.Func(models.Value(RECORD_SEQUENCE), function="nextval"))
+    # The workspace's own ingestion ordinal (1, 2, 3, ... per workspace), the ``seq`` every API
+    # response shows: the global ``seq`` would reveal how much other workspaces write. A trigger
+    # assigns both under a per-workspace counter lock (migration 0010), so within a workspace the
+    # two orders agree and ``seq`` stays the internal sort key.
+    workspace_seq = models.BigIntegerField(editable=False, db_default=0)
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, db_index=False)
     collection = models.CharField(max_length=64)
     collection_version = models.PositiveIntegerField()
@@ -137,6 +154,7 @@ class Record(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["workspace", "dedupe_key"], condition=Q(dedupe_key__isnull=False),
                                     name="record_dedupe_key"),
+            models.UniqueConstraint(fields=["workspace", "workspace_seq"], name="record_workspace_seq"),
             models.CheckConstraint(condition=Q(status__in=["active", "draft"]), name="record_status"),
             models.CheckConstraint(condition=Q(depth__gte=0) & Q(depth__lte=16), name="record_depth"),
         ]
@@ -147,6 +165,14 @@ class Record(models.Model):
 
     def __str__(self):
         return f"{self.collection}/{self.type} {self.entity} {self.id}"
+
+
+class WorkspaceRecordCounter(models.Model):
+    """The last ``Record.workspace_seq`` handed out in a workspace. Only the record insert
+    trigger (migration 0010) writes it; its row lock orders a workspace's concurrent writers."""
+
+    workspace = models.OneToOneField(Workspace, on_delete=models.CASCADE, primary_key=True)
+    last_seq = models.BigIntegerField(default=0)
 
 
 class RecordEmbedding(models.Model):

@@ -15,6 +15,10 @@ checks the two against each other on one table of cases.
   ``as_of`` only successors inside that slice count: ``occurred_at <= as_of`` on the valid
   axis, ``created_at <= as_of`` on the transaction axis (``as_of_cut``; ``/retrieve`` applies
   the same cut to the row itself).
+* **public seq**: a response's ``seq`` (and a ``before_seq`` cursor) is the workspace's own
+  ordinal ``workspace_seq``, never the global ``seq``, whose gaps would show how much other
+  workspaces write (``PUBLIC_SEQ``, ``before_public_seq_q``). Within one workspace both sort
+  alike, so queries keep ordering by ``seq``.
 * **record scope**: the workspace first, then live, then the narrowing conditions; no
   condition may widen it.
 * **vectors**: a query vector is written as a pgvector literal and passed as a parameter;
@@ -34,12 +38,17 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Exists, OuterRef, Q, Subquery, Value
+from django.db.models.functions import Coalesce
 
 from .catalog.checks import SPACE_NAME
 from .models import Record, RecordEmbedding
 
 RECORD = Record._meta.db_table
+# The column a response shows as ``seq`` (see "public seq" above).
+PUBLIC_SEQ = "workspace_seq"
+# Above every seq PostgreSQL's bigint holds.
+_PAST_EVERY_SEQ = 2**63 - 1
 EMBEDDING = RecordEmbedding._meta.db_table
 AXES = ("valid", "transaction")
 _LANE = ("workspace_id", "entity", "collection", "key", "status")
@@ -137,6 +146,14 @@ def current_in_lane_q(*, axis: str = "transaction", as_of: datetime | None = Non
     if as_of is not None:
         newer = newer.filter(**{f"{_AS_OF_COLUMN[axis]}__lte": as_of})
     return ~Exists(newer)
+
+
+def before_public_seq_q(*, workspace_id: int, before: int) -> Q:
+    """ORM: the workspace's rows whose public ``seq`` is below ``before``, as a bound on the global
+    ``seq`` (the first row at or past ``before``), so the ``(…, seq)`` indexes serve the page."""
+    first_past = (Record.objects.filter(workspace_id=workspace_id, workspace_seq__gte=before)
+                  .order_by("workspace_seq").values("seq")[:1])
+    return Q(seq__lt=Coalesce(Subquery(first_past), Value(_PAST_EVERY_SEQ)))
 
 
 def _check_axis(axis: str) -> None:

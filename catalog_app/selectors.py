@@ -21,7 +21,7 @@ from memseek_site.errors import ApiError
 
 from .catalog.runtime import catalog_for_workspace
 from .models import Record, RecordEmbedding, Workspace
-from .record_sql import current_in_lane_q
+from .record_sql import before_public_seq_q, current_in_lane_q
 from .services.record_touch import records_touch
 from .text import truncate_middle
 
@@ -78,7 +78,7 @@ def record_payload(*, workspace: Workspace, record: Record, spaces: list[str] | 
     vectors' spaces, newest first) is read when not given."""
     return {
         "id": str(record.id),
-        "seq": record.seq,
+        "seq": record.workspace_seq,
         "collection": record.collection,
         "collection_version": record.collection_version,
         "collection_hash": record.collection_hash,
@@ -125,10 +125,10 @@ def timeline_list(*, workspace: Workspace, entity: str, collections: Sequence[st
     if status != "all":
         rows = rows.filter(status=status)
     if before_seq is not None:
-        rows = rows.filter(seq__lt=before_seq)
+        rows = rows.filter(before_public_seq_q(workspace_id=workspace.pk, before=before_seq))
     fetched = list(rows.order_by("-seq").only(
-        "id", "seq", "collection", "key", "type", "status", "enriched_at", "tombstone", "run_id", "text",
-        "occurred_at", "created_at")[: limit + 1])
+        "id", "seq", "workspace_seq", "collection", "key", "type", "status", "enriched_at", "tombstone", "run_id",
+        "text", "occurred_at", "created_at")[: limit + 1])
     return _bounded_page(fetched, limit=limit, items_key="records", serialize=_timeline_row)
 
 
@@ -159,7 +159,7 @@ def document_get(*, workspace: Workspace, entity: str, collections: Sequence[str
         "status": status,
         "beliefs": [_belief(record) for record in heads if not record.tombstone],
         "retractions": [{"collection": record.collection, "key": record.key, "id": str(record.id),
-                         "seq": record.seq} for record in heads if record.tombstone],
+                         "seq": record.workspace_seq} for record in heads if record.tombstone],
         "freshness": [],
     }
     limit_bytes = memseek_setting("MAX_RESPONSE_BYTES")
@@ -177,7 +177,7 @@ def document_history_list(*, workspace: Workspace, entity: str, collection: str,
     ``{versions, next_before_seq, truncated}``."""
     rows = Record.objects.filter(workspace=workspace, entity=entity, collection=collection, key=key)
     if before_seq is not None:
-        rows = rows.filter(seq__lt=before_seq)
+        rows = rows.filter(before_public_seq_q(workspace_id=workspace.pk, before=before_seq))
     fetched = list(rows.order_by("-seq").defer("content", "scores", "annotations", "annotation_meta",
                                                 *_UNREAD_COLUMNS)[: limit + 1])
     return _bounded_page(fetched, limit=limit, items_key="versions", serialize=_version)
@@ -205,7 +205,7 @@ def _bounded_page(rows: list[Record], *, limit: int, items_key: str, serialize: 
             break
         budget -= size
         items.append(item)
-        last_seq = record.seq
+        last_seq = record.workspace_seq
     more = len(items) < len(rows)
     if more and not items:
         raise ApiError("response_too_large",
@@ -217,7 +217,7 @@ def _bounded_page(rows: list[Record], *, limit: int, items_key: str, serialize: 
 def _timeline_row(record: Record) -> dict:
     return {
         "id": str(record.id),
-        "seq": record.seq,
+        "seq": record.workspace_seq,
         "collection": record.collection,
         "key": record.key,
         "type": record.type,
@@ -254,7 +254,7 @@ def _belief(record: Record) -> dict:
 def _version(record: Record) -> dict:
     return {
         "id": str(record.id),
-        "seq": record.seq,
+        "seq": record.workspace_seq,
         "collection": record.collection,
         "collection_version": record.collection_version,
         "collection_hash": record.collection_hash,

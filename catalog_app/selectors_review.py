@@ -94,7 +94,7 @@ def review_row(record: Record) -> dict:
     """A record as review screens and the approve/reject routes show it (JSON-ready)."""
     return {
         "id": str(record.id),
-        "seq": record.seq,
+        "seq": record.workspace_seq,
         "entity": record.entity,
         "collection": record.collection,
         "collection_version": record.collection_version,

@@ -21,6 +21,7 @@ ERROR_STATUS: dict[str, int] = {
     "unknown_parameter": 422,
     "view_parameter": 422,
     "method_not_allowed": 405,
+    "uri_too_long": 414,
     "unsupported_media_type": 415,
     "bad_request": 400,
     # The JSON body and query text rules (memseek_site.json_body)
@@ -32,6 +33,7 @@ ERROR_STATUS: dict[str, int] = {
     "datetime_out_of_range": 422,
     # Auth
     "unauthorized": 401,
+    "capability_missing": 403,
     # Write side (reference 3.3)
     "batch_too_large": 422,
     "entity": 422,

@@ -31,6 +31,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "memseek_site.api_envelope.NoStoreMiddleware",
+    "memseek_site.api_envelope.UriLengthMiddleware",
+    "memseek_site.console_policy.ContentSecurityPolicyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -83,7 +85,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PARSER_CLASSES": ["memseek_site.json_body.StrictJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "memseek_site.error_handler.api_exception_handler",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "catalog_app.api.schema.KeyedAutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
 

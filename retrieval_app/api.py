@@ -94,6 +94,8 @@ _BudgetError = inline_serializer("ContextBudgetTooSmall", {
 
 
 class RetrieveView(APIView):
+    capability = "read"
+
     @extend_schema(
         summary="Recall a token-budgeted MemoryContext", request=RetrieveRequestSerializer,
         responses={200: MemoryContextSerializer, 400: ErrorSerializer, 401: ErrorSerializer, 409: ErrorSerializer,
@@ -106,6 +108,8 @@ class RetrieveView(APIView):
 
 
 class ReceiptView(APIView):
+    capability = "read"
+
     @extend_schema(
         summary="What one retrieval delivered",
         parameters=[OpenApiParameter("id", OpenApiTypes.UUID, OpenApiParameter.PATH,
@@ -142,6 +146,8 @@ class FeedbackSerializer(serializers.Serializer):
 
 
 class FeedbackView(APIView):
+    capability = "write"
+
     @extend_schema(
         summary="Report the outcome of a retrieval; feeds value-aware selection",
         parameters=[OpenApiParameter("id", OpenApiTypes.UUID, OpenApiParameter.PATH, description="Receipt id.")],
@@ -183,6 +189,8 @@ _Evaluation = inline_serializer("Evaluation", {
 
 
 class EvaluateView(APIView):
+    capability = "read"
+
     @extend_schema(
         summary="Measure retrieval quality: recall@k, nDCG@k and MRR over graded queries (no side effects)",
         request=EvaluateRequestSerializer,

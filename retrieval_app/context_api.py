@@ -43,6 +43,8 @@ class ContextResponseSerializer(serializers.Serializer):
 
 
 class ContextView(APIView):
+    capability = "read"
+
     @extend_schema(
         summary="Token-budgeted context for an entity and a task",
         description="Sections document (30%), search (40%) and recent (30%) of the budget, unused budget "

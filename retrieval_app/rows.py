@@ -26,9 +26,11 @@ from catalog_app.record_sql import RECORD, Clause, as_of_cut, same_lane, success
 
 from .scope import CompiledScope
 
-_COLUMNS = ("r.id, r.seq, r.collection, r.collection_version, r.entity, r.type, r.key, r.text, r.content, r.scores, "
-            "r.annotations, r.depth, r.derived_from, r.dedupe_key, r.occurred_at, r.created_at, r.last_accessed, "
-            "r.access_count, r.enriched_at IS NOT NULL")
+# ``seq`` is the public one (catalog_app.record_sql "public seq"): it reaches receipts and
+# responses, and within the one workspace of a retrieval it sorts like the global seq.
+_COLUMNS = ("r.id, r.workspace_seq, r.collection, r.collection_version, r.entity, r.type, r.key, r.text, r.content, "
+            "r.scores, r.annotations, r.depth, r.derived_from, r.dedupe_key, r.occurred_at, r.created_at, "
+            "r.last_accessed, r.access_count, r.enriched_at IS NOT NULL")
 
 
 @dataclass(frozen=True, slots=True)

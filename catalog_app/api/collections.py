@@ -41,6 +41,8 @@ class CollectionListSerializer(serializers.Serializer):
 
 
 class CollectionListView(APIView):
+    capability = "read"
+
     @extend_schema(
         operation_id="collection_list", summary="Every loaded collection version",
         description="Sorted by name, then version.",

@@ -136,7 +136,7 @@ def _query_bool(value: str, path: str) -> bool:
 
 class RecordDereferenceSerializer(serializers.Serializer):
     id = serializers.UUIDField()
-    seq = serializers.IntegerField()
+    seq = serializers.IntegerField(help_text="The workspace's own ingestion ordinal (1, 2, 3, ... in this workspace).")
     collection = serializers.CharField()
     collection_version = serializers.IntegerField()
     collection_hash = serializers.CharField()
@@ -166,7 +166,7 @@ class RecordDereferenceSerializer(serializers.Serializer):
 
 class TimelineRowSerializer(serializers.Serializer):
     id = serializers.UUIDField()
-    seq = serializers.IntegerField()
+    seq = serializers.IntegerField(help_text="The workspace's own ingestion ordinal (1, 2, 3, ... in this workspace).")
     collection = serializers.CharField()
     key = serializers.CharField(allow_null=True)
     type = serializers.CharField()
@@ -207,7 +207,7 @@ class DocumentRetractionSerializer(serializers.Serializer):
     collection = serializers.CharField()
     key = serializers.CharField()
     id = serializers.UUIDField()
-    seq = serializers.IntegerField()
+    seq = serializers.IntegerField(help_text="The workspace's own ingestion ordinal (1, 2, 3, ... in this workspace).")
 
 
 class DocumentSerializer(serializers.Serializer):
@@ -222,7 +222,7 @@ class DocumentSerializer(serializers.Serializer):
 
 class DocumentVersionSerializer(serializers.Serializer):
     id = serializers.UUIDField()
-    seq = serializers.IntegerField()
+    seq = serializers.IntegerField(help_text="The workspace's own ingestion ordinal (1, 2, 3, ... in this workspace).")
     collection = serializers.CharField()
     collection_version = serializers.IntegerField()
     collection_hash = serializers.CharField()
@@ -261,6 +261,8 @@ _ERRORS = {401: ErrorSerializer, 422: ErrorSerializer}
 # --- Views -----------------------------------------------------------------------------------
 
 class RecordDetailView(APIView):
+    capability = "read"
+
     @extend_schema(
         operation_id="record_get", summary="Dereference one record",
         description="Every stored field except the raw vector. Touches last_accessed when TOUCH_ON_READ is on.",
@@ -273,6 +275,8 @@ class RecordDetailView(APIView):
 
 
 class TimelineView(APIView):
+    capability = "read"
+
     @extend_schema(
         operation_id="timeline_list", summary="An entity's records, newest first",
         parameters=[
@@ -293,6 +297,8 @@ class TimelineView(APIView):
 
 
 class DocumentView(APIView):
+    capability = "read"
+
     @extend_schema(
         operation_id="document_get", summary="Current keyed state of an entity",
         description="The newest row of each (collection, key) in one lane, ready or not; current tombstones "
@@ -310,6 +316,8 @@ class DocumentView(APIView):
 
 
 class DocumentHistoryView(APIView):
+    capability = "read"
+
     @extend_schema(
         operation_id="document_history_list", summary="Every version of one keyed slot, newest first",
         parameters=[

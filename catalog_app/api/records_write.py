@@ -4,21 +4,26 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memseek_site.parsing import parse_object
+from memseek_site.conf import memseek_setting
+from memseek_site.parsing import PUBLIC_NAME, parse_object
 
 from ..services.record_ingest import record_ingest_batch
-from .schema import ErrorSerializer
+from .schema import ErrorSerializer, closed_request
 
 
+@closed_request
 class RecordInputSerializer(serializers.Serializer):
     entity = serializers.CharField(max_length=255, help_text="Whose memory; never '*'.")
-    collection = serializers.CharField(required=False, default="main")
+    collection = serializers.RegexField(PUBLIC_NAME.pattern, required=False, default="main",
+                                        help_text="A loaded collection of the workspace.")
     collection_version = serializers.IntegerField(required=False, min_value=1,
                                                   help_text="Default: the active version.")
-    type = serializers.CharField(help_text="Author vocabulary; 'run' and 'erasure' are reserved.")
+    type = serializers.RegexField(PUBLIC_NAME.pattern,
+                                  help_text="Author vocabulary; 'run' and 'erasure' are reserved.")
     key = serializers.CharField(required=False, allow_null=True, max_length=128,
                                 help_text="Required in keyed collections, forbidden in event collections.")
-    text = serializers.CharField(required=False, allow_null=True,
+    text = serializers.CharField(required=False, allow_null=True, allow_blank=True,
+                                 max_length=memseek_setting("MAX_TEXT_CHARS"),
                                  help_text="Canonical text; rendered from text_projection when omitted.")
     content = serializers.DictField(required=False, help_text="Validated against the collection's JSON Schema.")
     status = serializers.ChoiceField(choices=["active", "draft"], required=False, default="active")
@@ -30,8 +35,10 @@ class RecordInputSerializer(serializers.Serializer):
     annotations = serializers.DictField(required=False)
 
 
+@closed_request
 class RecordBatchSerializer(serializers.Serializer):
-    records = RecordInputSerializer(many=True)
+    records = serializers.ListField(child=RecordInputSerializer(), min_length=1,
+                                    max_length=memseek_setting("MAX_BATCH"))
 
 
 class IngestOutcomeSerializer(serializers.Serializer):
@@ -46,6 +53,8 @@ class IngestResultSerializer(serializers.Serializer):
 
 
 class RecordBatchView(APIView):
+    capability = "write"
+
     @extend_schema(
         summary="Write a batch of 1-100 records atomically",
         request=RecordBatchSerializer,

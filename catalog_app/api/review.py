@@ -19,7 +19,7 @@ from .schema import ErrorSerializer
 
 class ReviewRecordSerializer(serializers.Serializer):
     id = serializers.UUIDField()
-    seq = serializers.IntegerField()
+    seq = serializers.IntegerField(help_text="The workspace's own ingestion ordinal (1, 2, 3, ... in this workspace).")
     entity = serializers.CharField()
     collection = serializers.CharField()
     collection_version = serializers.IntegerField()
@@ -62,6 +62,8 @@ def _respond(record, draft_id) -> Response:
 
 
 class RecordApproveView(APIView):
+    capability = "review"
+
     @extend_schema(
         operation_id="record_approve", summary="Approve a pending draft",
         description="Writes the draft's active successor (same slot, text, content and client outputs; it cites the "
@@ -78,6 +80,8 @@ class RecordApproveView(APIView):
 
 
 class RecordRejectView(APIView):
+    capability = "review"
+
     @extend_schema(
         operation_id="record_reject", summary="Reject a pending draft",
         description="Withdraws the draft with a draft-lane tombstone citing it; the active value is untouched. "

@@ -14,4 +14,6 @@ urlpatterns = [
     path("<str:workspace>/records", views.records, name="records"),
     path("<str:workspace>/records/<uuid:record_id>", views.record, name="record"),
     path("<str:workspace>/definitions", views.definitions, name="definitions"),
+    path("<str:workspace>/keys", views.keys, name="keys"),
+    path("<str:workspace>/keys/<int:key_id>/revoke", views.key_revoke, name="key-revoke"),
 ]

@@ -1,10 +1,11 @@
 """The operator console's catalog screens: workspaces, draft review, the record browser, the
-record page and the definitions list.
+record page, the definitions list and the workspace's keys.
 
 Thin: each view parses its request, calls one service or selector and renders a template.
 Invariants: staff only (``staff_member_required``); every mutation is a POST under Django's
 CSRF middleware, goes through ``draft_approve`` / ``draft_reject`` (exactly what
-``POST /records/{id}/approve`` and ``/reject`` call) and redirects back (post/redirect/get);
+``POST /records/{id}/approve`` and ``/reject`` call) or ``api_key_revoke`` (what
+``manage.py revoke_key`` calls) and redirects back (post/redirect/get);
 another workspace's record is a 404; every list is paginated and bounded.
 """
 from __future__ import annotations
@@ -25,13 +26,15 @@ from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
 
 from ..catalog.runtime import catalog_for_workspace
-from ..models import Definition, Workspace
+from ..models import ApiKey, Definition, Workspace
 from ..selectors import SYSTEM_COLLECTION
 from ..selectors_review import draft_slots
 from ..services.review import draft_approve, draft_reject
+from ..services.workspaces import api_key_revoke
 from .forms import RecordFilterForm
 from .selectors import definition_summary, definitions_for_console, record_detail, record_page
 
@@ -170,3 +173,25 @@ def definitions(request, workspace: str):
     admin_list = reverse(admin_urlname(Definition._meta, "changelist"))
     return render(request, "console/definitions.html", {"workspace": ws, "page": page, "rows": rows,
                                                         "admin_list": admin_list, "tab": "definitions"})
+
+
+@staff_member_required
+@require_GET
+def keys(request, workspace: str):
+    ws = workspace_of(workspace)
+    found = ApiKey.objects.filter(workspace=ws).order_by("revoked_at", "-created_at", "-pk")
+    return render(request, "console/keys.html", {"workspace": ws, "keys": found, "tab": "keys"})
+
+
+@staff_member_required
+@require_POST
+def key_revoke(request, workspace: str, key_id: int):
+    """Revoke one key of the workspace; another workspace's key is a 404."""
+    ws = workspace_of(workspace)
+    key = get_object_or_404(ApiKey, workspace=ws, pk=key_id)
+    if api_key_revoke(key=key):
+        messages.success(request, format_html("Key {} ({}) revoked; every process refuses it within {} s.", key.pk,
+                                              key.key_hash[:12], memseek_setting("API_KEY_CACHE_TTL_S")))
+    else:
+        messages.info(request, format_html("Key {} was already revoked.", key.pk))
+    return HttpResponseRedirect(reverse("console:keys", args=[ws.name]))

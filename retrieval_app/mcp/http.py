@@ -58,7 +58,8 @@ class McpView(APIView):
         key = request.META["HTTP_AUTHORIZATION"].split()[1]
         # GET /tools's own selector for the workspace the bearer named, read once for this request.
         listing = tools_list(workspace=request.auth)
-        status, headers, content = run_here(_serve, key, request.auth, request.get_host(), request.scheme,
+        status, headers, content = run_here(_serve, key, (request.auth, request.user), request.get_host(),
+                                            request.scheme,
                                             listing, _asgi_scope(request._request), body)
         response = HttpResponse(content, status=status)
         for name, value in headers:
@@ -101,9 +102,10 @@ def _asgi_scope(request) -> dict:
             "server": (host, int(port) if port.isdigit() else 80)}
 
 
-async def _serve(request_thread, key: str, workspace, host: str, scheme: str, listing: dict, scope: dict,
+async def _serve(request_thread, key: str, caller: tuple, host: str, scheme: str, listing: dict, scope: dict,
                  body: bytes) -> tuple[int, list, bytes]:
-    routes = InProcessRoutes(key=key, workspace=workspace, host=host, scheme=scheme,
+    workspace, identity = caller
+    routes = InProcessRoutes(key=key, workspace=workspace, identity=identity, host=host, scheme=scheme,
                              request_thread=request_thread)
     allowlist = Allowlist.of(listing)
     server = build_server(allowlist, routes, listing)

@@ -48,9 +48,10 @@ class InProcessRoutes:
     each view runs through ``request_thread`` (``loop.run_here``) on the thread serving the ``/mcp``
     request, with its database connection and transaction, never on a pool thread."""
 
-    def __init__(self, *, key: str, workspace, host: str, scheme: str, request_thread):
+    def __init__(self, *, key: str, workspace, identity, host: str, scheme: str, request_thread):
         self.key = key
         self.workspace = workspace
+        self.identity = identity
         self.host = host
         self.scheme = scheme
         self.request_thread = request_thread
@@ -72,7 +73,7 @@ class InProcessRoutes:
             "wsgi.url_scheme": self.scheme, "wsgi.errors": io.StringIO(), "wsgi.multithread": True,
             "wsgi.multiprocess": True, "wsgi.run_once": False, "wsgi.version": (1, 0),
             # The bearer check still runs; it need not look the key up again within this request.
-            IN_PROCESS_WORKSPACE: (self.key, self.workspace),
+            IN_PROCESS_WORKSPACE: (self.key, (self.workspace, self.identity)),
         }
         response = _django_handler().get_response(WSGIRequest(environ))
         return RouteAnswer(response.status_code, _decoded(response.content))

@@ -19,6 +19,8 @@ _RankSchema = inline_serializer("RankSchema", {
 
 
 class RankSchemaView(APIView):
+    capability = "read"
+
     @extend_schema(summary="Rank grammar, active defaults and their hash, profiles, capabilities, SearchSpec schema",
                    responses={200: _RankSchema, 401: ErrorSerializer, 422: ErrorSerializer})
     def get(self, request):

@@ -3,9 +3,14 @@
 by ``GET /rank/schema``)."""
 from rest_framework import serializers
 
+from catalog_app.api.schema import closed_request
+from memseek_site.conf import memseek_setting
 
+
+@closed_request
 class SearchSpecSerializer(serializers.Serializer):
-    q = serializers.CharField(required=False, help_text="Query text; required for vector, text and hybrid.")
+    q = serializers.CharField(required=False, max_length=memseek_setting("MAX_QUERY_CHARS"),
+                              help_text="Query text; required for vector, text and hybrid.")
     mode = serializers.ChoiceField(["vector", "text", "hybrid", "recent", "structured"], required=False)
     scope = serializers.JSONField(required=False, help_text="collections, collection_versions, entities, types, "
                                   "status, keyed, versions, occurred_after, occurred_before, depth_lte")

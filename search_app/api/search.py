@@ -15,6 +15,8 @@ GET_INCLUDE = ["text", "collection", "type", "occurred_at"]
 
 
 class SearchView(APIView):
+    capability = "read"
+
     @extend_schema(
         summary="Run a search (full SearchSpec)", request=SearchSpecSerializer,
         responses={200: SearchResponseSerializer, **_ERRORS},

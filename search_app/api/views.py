@@ -19,6 +19,8 @@ _ViewResult = inline_serializer("ViewQueryResult", {
 
 
 class ViewListView(APIView):
+    capability = "read"
+
     @extend_schema(summary="Every loaded view version and its input contract",
                    responses={200: _ViewList, 401: ErrorSerializer})
     def get(self, request):
@@ -27,6 +29,8 @@ class ViewListView(APIView):
 
 
 class ViewQueryView(APIView):
+    capability = "read"
+
     @extend_schema(summary="Run the active version of a view", request=inline_serializer(
                        "ViewParameters", {"parameter": serializers.JSONField(required=False)}),
                    responses={200: _ViewResult, 401: ErrorSerializer, 404: ErrorSerializer, 409: ErrorSerializer,

@@ -49,7 +49,7 @@ def test_record_get_returns_every_field_but_the_vector(api, catalog):
     assert record.last_accessed > stored_access
     assert body == {
         "id": str(record.id),
-        "seq": record.seq,
+        "seq": record.workspace_seq,
         "collection": "profiles",
         "collection_version": 1,
         "collection_hash": catalog_for_workspace(catalog).get("collection", "profiles", 1).contract_hash,
@@ -171,7 +171,7 @@ def test_timeline_row_shape(api, catalog):
     body = api.get("/timeline?entity=user-1").json()
     assert body == {
         "records": [{
-            "id": str(record.id), "seq": record.seq, "collection": "main", "key": "k", "type": "fact",
+            "id": str(record.id), "seq": record.workspace_seq, "collection": "main", "key": "k", "type": "fact",
             "status": "active", "ready": True, "tombstone": False, "run_id": str(run_id), "text": "Alice likes tea",
             "occurred_at": WHEN_ISO, "created_at": iso(record.created_at),
         }],
@@ -245,11 +245,11 @@ def test_timeline_pages_with_before_seq(api, catalog):
 
     page1 = api.get("/timeline?entity=user-1&limit=2").json()
     assert [r["id"] for r in page1["records"]] == newest_first[:2]
-    assert (page1["next_before_seq"], page1["truncated"]) == (records[3].seq, True)
+    assert (page1["next_before_seq"], page1["truncated"]) == (records[3].workspace_seq, True)
 
     page2 = api.get(f"/timeline?entity=user-1&limit=2&before_seq={page1['next_before_seq']}").json()
     assert [r["id"] for r in page2["records"]] == newest_first[2:4]
-    assert (page2["next_before_seq"], page2["truncated"]) == (records[1].seq, True)
+    assert (page2["next_before_seq"], page2["truncated"]) == (records[1].workspace_seq, True)
 
     page3 = api.get(f"/timeline?entity=user-1&limit=2&before_seq={page2['next_before_seq']}").json()
     assert [r["id"] for r in page3["records"]] == newest_first[4:]
@@ -274,7 +274,7 @@ def test_timeline_stops_early_at_the_byte_bound(api, catalog, settings):
     body = response.json()
     assert len(response.content) <= bound
     assert [r["id"] for r in body["records"]] == [str(records[3].id), str(records[2].id)]
-    assert (body["next_before_seq"], body["truncated"]) == (records[2].seq, True)
+    assert (body["next_before_seq"], body["truncated"]) == (records[2].workspace_seq, True)
     rest = api.get(f"/timeline?entity=user-1&before_seq={body['next_before_seq']}").json()
     assert [r["id"] for r in rest["records"]] == [str(records[1].id), str(records[0].id)]
     assert (rest["next_before_seq"], rest["truncated"]) == (None, False)
@@ -383,7 +383,7 @@ def test_document_moves_tombstoned_keys_to_retractions(api, catalog):
     tomb = record_make(catalog, key="plan", tombstone=True, derived_from=[withdrawn.id])
     body = api.get("/document?entity=user-1").json()
     assert [b["id"] for b in body["beliefs"]] == [str(kept.id)]
-    assert body["retractions"] == [{"collection": "main", "key": "plan", "id": str(tomb.id), "seq": tomb.seq}]
+    assert body["retractions"] == [{"collection": "main", "key": "plan", "id": str(tomb.id), "seq": tomb.workspace_seq}]
 
 
 def test_document_a_value_after_a_tombstone_is_a_belief_again(api, catalog):
@@ -483,7 +483,7 @@ def test_history_lists_every_version_of_one_slot_newest_first(api, catalog):
         ("active", False, True, [], 0),
     ]
     assert body["versions"][-1] == {
-        "id": str(v1.id), "seq": v1.seq, "collection": "main", "collection_version": 1,
+        "id": str(v1.id), "seq": v1.workspace_seq, "collection": "main", "collection_version": 1,
         "collection_hash": v1.collection_hash, "key": "plan", "type": "note", "status": "active", "text": "basic",
         "tombstone": False, "ready": True, "enrichment_error": None, "run_id": None, "citations": [], "depth": 0,
         "occurred_at": WHEN_ISO, "created_at": iso(v1.created_at),
@@ -495,7 +495,7 @@ def test_history_pages_with_before_seq(api, catalog):
     versions = [record_make(catalog, key="plan", text=f"v{i}") for i in range(3)]
     page1 = api.get("/document/history?entity=user-1&collection=main&key=plan&limit=2").json()
     assert [v["id"] for v in page1["versions"]] == [str(versions[2].id), str(versions[1].id)]
-    assert (page1["next_before_seq"], page1["truncated"]) == (versions[1].seq, True)
+    assert (page1["next_before_seq"], page1["truncated"]) == (versions[1].workspace_seq, True)
     page2 = api.get("/document/history?entity=user-1&collection=main&key=plan&limit=2"
                     f"&before_seq={page1['next_before_seq']}").json()
     assert [v["id"] for v in page2["versions"]] == [str(versions[0].id)]
@@ -509,7 +509,7 @@ def test_history_stops_early_at_the_byte_bound(api, catalog, settings):
         {"versions": rows[:1], "next_before_seq": 10**19, "truncated": False})}
     body = api.get("/document/history?entity=user-1&collection=main&key=plan").json()
     assert [v["id"] for v in body["versions"]] == [str(versions[2].id)]
-    assert (body["next_before_seq"], body["truncated"]) == (versions[2].seq, True)
+    assert (body["next_before_seq"], body["truncated"]) == (versions[2].workspace_seq, True)
 
 
 def test_history_of_an_empty_slot(api, catalog):

@@ -7,7 +7,8 @@ import threading
 
 import pytest
 
-from catalog_app.auth import IN_PROCESS_WORKSPACE
+from catalog_app.auth import IN_PROCESS_WORKSPACE, KeyIdentity, key_resolve
+from catalog_app.models import CAPABILITIES
 from retrieval_app.mcp.loop import run_here
 from retrieval_app.mcp.routes import InProcessRoutes
 
@@ -50,7 +51,9 @@ def test_a_blocking_calls_exception_reaches_the_coroutine_and_its_own_reaches_th
 
 
 def _routes(key: str, workspace) -> InProcessRoutes:
-    return InProcessRoutes(key=key, workspace=workspace, host="testserver", scheme="http", request_thread=None)
+    identity = key_resolve(key)[1]
+    return InProcessRoutes(key=key, workspace=workspace, identity=identity, host="testserver", scheme="http",
+                           request_thread=None)
 
 
 def test_a_dispatched_route_answers_as_over_http(catalog, workspace_and_key):
@@ -67,9 +70,10 @@ def test_a_resolved_workspace_is_reused_only_for_the_key_it_was_resolved_for(cat
     from rest_framework.test import APIClient
 
     client = APIClient()
-    mismatched = client.get("/tools", HTTP_AUTHORIZATION="Bearer forged", **{IN_PROCESS_WORKSPACE: ("key", catalog)})
+    resolved = (catalog, KeyIdentity(0, frozenset(CAPABILITIES)))
+    mismatched = client.get("/tools", HTTP_AUTHORIZATION="Bearer forged", **{IN_PROCESS_WORKSPACE: ("key", resolved)})
     assert mismatched.status_code == 401
-    matched = client.get("/tools", HTTP_AUTHORIZATION="Bearer key", **{IN_PROCESS_WORKSPACE: ("key", catalog)})
+    matched = client.get("/tools", HTTP_AUTHORIZATION="Bearer key", **{IN_PROCESS_WORKSPACE: ("key", resolved)})
     assert matched.status_code == 200 and matched.json()["interface"]["name"] == "agent"
     # Over HTTP a header never lands on that environ key: servers put headers under HTTP_*.
     header = client.get("/tools", HTTP_AUTHORIZATION="Bearer key", HTTP_MEMSEEK_WORKSPACE="1")

@@ -63,7 +63,7 @@ def test_every_entry_carries_provenance_bitemporal_policy_version_and_trust(load
     assert (entry["validFrom"], entry["validTo"]) == (at(2), None)
     assert (entry["recordedAt"], entry["recordedUntil"]) == (stored.created_at.isoformat(), None)
     assert entry["policy"] == {"visibility": "shared", "ownerAgentId": None, "classification": "finance"}
-    assert entry["version"] == {"collection": "facts", "collectionVersion": 1, "seq": stored.seq}
+    assert entry["version"] == {"collection": "facts", "collectionVersion": 1, "seq": stored.workspace_seq}
     assert entry["trust"]["ready"] is True and entry["trust"]["depth"] == 0
     assert entry["trust"]["confidence"] == 0.9 and entry["trust"]["corroboration"] >= 1
     assert entry["rendered"].startswith(f"[id={fact_id}] ") and entry["rendered"].endswith("| budget is 50k")

@@ -1,5 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from catalog_app.management.capabilities_option import add_capabilities_option, parse_capabilities
 from catalog_app.services.workspaces import WorkspaceExists, workspace_create
 
 
@@ -8,10 +9,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("name")
+        add_capabilities_option(parser)
 
-    def handle(self, *args, name, **options):
+    def handle(self, *args, name, capabilities, **options):
         try:
-            _, key = workspace_create(name=name)
+            _, key = workspace_create(name=name, capabilities=parse_capabilities(capabilities))
         except (ValueError, WorkspaceExists) as error:
             raise CommandError(str(error)) from None
         self.stdout.write(f"Workspace {name} created. Its API key (shown once, store it now):\n{key}")

@@ -54,9 +54,10 @@ class Command(BaseCommand):
 
 def gunicorn_argv(addrport: str, workers: int) -> list[str]:
     """The command line that serves the API on ``addrport`` (``host:port``) with ``workers``
-    sync workers, access log on standard output."""
+    sync workers, access log on standard output. gunicorn's own request-line limit is off (its
+    maximum, 8,190 bytes, is below ``MAX_URL_BYTES``), so the API's 414 answers an over-long URL."""
     return [sys.executable, "-m", "gunicorn", "memseek_site.wsgi", "--bind", addrport,
-            "--workers", str(max(1, workers)), "--access-logfile", "-"]
+            "--workers", str(max(1, workers)), "--access-logfile", "-", "--limit-request-line", "0"]
 
 
 def gunicorn_environment(environ, workers: int) -> dict[str, str]:
