@@ -104,6 +104,7 @@ class LexicalResponseSerializer(serializers.Serializer):
 
 
 class LexicalSearchView(APIView):
+    capability = "read"
     parser_classes = [LexicalJSONParser]
 
     @extend_schema(

@@ -19,6 +19,8 @@ _ToolList = inline_serializer("ToolList", {
 
 
 class ToolListView(APIView):
+    capability = "read"
+
     @extend_schema(summary="The MCP tools of the active declaration, with bindings, routes and schemas",
                    responses={200: _ToolList, 401: ErrorSerializer, 422: ErrorSerializer})
     def get(self, request):

@@ -40,6 +40,8 @@ _JsonRpc = inline_serializer("JsonRpcMessage", {
 class McpView(APIView):
     """The JSON-RPC body is read raw (no DRF parser), after the origin and bearer checks."""
 
+    capability = "read"
+
     parser_classes = ()
 
     def initial(self, request, *args, **kwargs):

@@ -129,6 +129,8 @@ _ERRORS = {401: ErrorSerializer, 404: ErrorSerializer, 422: ErrorSerializer}
 
 
 class MemoryGrepView(APIView):
+    capability = "read"
+
     @extend_schema(summary="Passages holding an exact phrase, id or error code (case ignored), newest first",
                    parameters=[_query("q", "The phrase (at most MEMORY_GREP_MAX_CHARS characters).", required=True),
                                *_WINDOW, *_PAGE],
@@ -138,6 +140,8 @@ class MemoryGrepView(APIView):
 
 
 class MemoryLatestView(APIView):
+    capability = "read"
+
     @extend_schema(summary="The newest passages under a path, or every passage between two dates",
                    parameters=[*_WINDOW, *_PAGE], responses={200: MemoryLatestSerializer, **_ERRORS})
     def get(self, request):
@@ -145,6 +149,8 @@ class MemoryLatestView(APIView):
 
 
 class MemoryAroundView(APIView):
+    capability = "read"
+
     @extend_schema(summary="The passages either side of one, in the same conversation",
                    parameters=[_query("path", "passages/<collection>/<entity>/<record id>.", required=True),
                                _query("before", "Passages before it (default 5, at most MEMORY_AROUND_MAX).",
@@ -157,6 +163,8 @@ class MemoryAroundView(APIView):
 
 
 class MemoryReadView(APIView):
+    capability = "read"
+
     @extend_schema(summary="One passage or fact, whole, by path",
                    parameters=[_query("path", "passages/<collection>/<entity>/<record id> or "
                                       "facts/<collection>/<entity>/<key> (the current value).", required=True)],
@@ -166,6 +174,8 @@ class MemoryReadView(APIView):
 
 
 class MemoryLsView(APIView):
+    capability = "read"
+
     @extend_schema(summary="What exists under a path: kinds, collections, entities, passages, facts, with counts",
                    parameters=[_query("path", "A prefix (default: the root)."),
                                _PAGE[0], _query("cursor", "next_cursor of the previous page (an entry's path).")],
@@ -175,6 +185,8 @@ class MemoryLsView(APIView):
 
 
 class MemoryHistoryView(APIView):
+    capability = "read"
+
     @extend_schema(summary="Every value recorded for one subject and attribute, oldest first",
                    parameters=[_query("path", "facts/<collection>/<entity>/<key>.", required=True), *_PAGE],
                    responses={200: MemoryHistorySerializer, **_ERRORS})

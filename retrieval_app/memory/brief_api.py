@@ -66,6 +66,8 @@ class MemorySearchResponseSerializer(serializers.Serializer):
 
 
 class MemorySearchView(APIView):
+    capability = "read"
+
     @extend_schema(
         summary="Search one person's memory: the brief, or with scope/after the ranked list",
         request=MemorySearchRequestSerializer,

@@ -22,7 +22,7 @@ from tests.memseek_site.api_routes import keyed_api_operations
 
 MARIA = "contact.maria"
 # Members that differ on every call by design (a new receipt each retrieval, its timings).
-VOLATILE = {"receiptId", "latencyMs"}
+VOLATILE = {"receiptId", "latencyMs", "retrieval_micros"}
 # Scores carry a recency decay of wall-clock time, which drifts between the two passes in the
 # sixth decimal; what another workspace's rows would shift (BM25 statistics, ranks) is larger.
 SCORE_DECIMALS = 3
@@ -109,6 +109,23 @@ def check_records_write(api, world):
     assert again["inserted"] == [] and again["duplicates"][0]["id"] == world["b_ids"][0]
 
 
+def check_memory_read(api, world):
+    same_as_missing(api, "GET", lambda i: f"/memory/read?path=passages/main/{MARIA}/{i}", world["a_ids"][0])
+
+
+def check_memory_around(api, world):
+    same_as_missing(api, "GET", lambda i: f"/memory/around?path=passages/main/{MARIA}/{i}", world["a_ids"][1])
+
+
+def mcp_tools_list(api):
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}}
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}
+    return api.post("/mcp", data=json.dumps(body), content_type="application/json",
+                    HTTP_ACCEPT="application/json, text/event-stream", HTTP_MCP_PROTOCOL_VERSION="2026-07-28",
+                    HTTP_MCP_METHOD="tools/list")
+
+
 # Reading routes: B's answer, compared with and without A.
 READS = {
     ("GET", "collections"): lambda api, w: api.get("/collections"),
@@ -128,6 +145,18 @@ READS = {
         "include": ["text", "scores", "occurred_at"], "render": True}, format="json"),
     ("GET", "timeline"): lambda api, w: api.get(f"/timeline?entity={MARIA}&status=all"),
     ("GET", "views"): lambda api, w: api.get("/views"),
+    ("POST", "search/lexical"): lambda api, w: api.post("/search/lexical", {
+        "contract_version": 1, "mode": "lexical", "scope": {}, "query": {"text": "Q3 budget review"}}, format="json"),
+    ("GET", "memory/grep"): lambda api, w: api.get("/memory/grep?q=budget review"),
+    ("GET", "memory/latest"): lambda api, w: api.get("/memory/latest"),
+    ("GET", "memory/around"): lambda api, w: api.get(f"/memory/around?path=passages/main/{MARIA}/{w['b_ids'][1]}"),
+    ("GET", "memory/read"): lambda api, w: api.get(f"/memory/read?path=facts/main/{MARIA}/role"),
+    ("GET", "memory/ls"): lambda api, w: api.get(f"/memory/ls?path=passages/main/{MARIA}"),
+    ("GET", "memory/history"): lambda api, w: api.get(f"/memory/history?path=facts/main/{MARIA}/role"),
+    ("POST", "memory/search"): lambda api, w: api.post("/memory/search", {"query": "What did Maria do about the Q3 budget?",
+                                                                         "entity": MARIA}, format="json"),
+    ("GET", "tools"): lambda api, w: api.get("/tools"),
+    ("POST", "mcp"): lambda api, w: mcp_tools_list(api),
     ("POST", "views/<str:name>/query"): lambda api, w: api.post(
         "/views/customer_context/query", {"entity": MARIA, "task": "the Q3 budget"}, format="json"),
 }
@@ -140,6 +169,8 @@ ID_ROUTES = {
     ("GET", "receipts/<str:id>"): check_receipt,
     ("POST", "receipts/<str:id>/feedback"): check_feedback,
     ("POST", "records"): check_records_write,
+    ("GET", "memory/read"): check_memory_read,
+    ("GET", "memory/around"): check_memory_around,
 }
 
 

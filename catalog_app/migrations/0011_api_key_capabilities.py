@@ -8,7 +8,7 @@ import catalog_app.models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('catalog_app', '0008_drop_unused_write_indexes'),
+        ('catalog_app', '0010_lexical_term_stats_by_collection'),
     ]
 
     operations = [

@@ -40,7 +40,7 @@ DROP FUNCTION catalog_app_record_number();
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('catalog_app', '0009_api_key_capabilities'),
+        ('catalog_app', '0011_api_key_capabilities'),
     ]
 
     operations = [
