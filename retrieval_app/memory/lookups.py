@@ -41,7 +41,7 @@ def memory_grep(*, workspace, request: GrepRequest) -> dict:
     catalog = catalog_for_workspace(workspace)
     scope = _window_scope(workspace, catalog, request.window)
     if request.page.cursor is not None:
-        scope = scope & Clause("r.seq < %s", (request.page.cursor[1],))
+        scope = scope & Clause("r.workspace_seq < %s", (request.page.cursor[1],))
     matcher = phrase_matcher(request.phrase)
     limit, bound = request.page.limit, memseek_setting("MEMORY_GREP_CANDIDATES")
     # The index hands candidates newest first by seq without a cursor, so a page reads a window
@@ -106,10 +106,10 @@ def memory_around(*, workspace, request: AroundRequest) -> dict:
     anchor = anchors[0]
     conversation = scope & Clause("r.key IS NULL") & _same_thread(anchor, catalog)
     position = (anchor.occurred_at, anchor.seq)
-    before = fetch_rows(f"SELECT {COLUMNS} FROM {RECORD} r WHERE {conversation.sql} AND (r.occurred_at, r.seq) < "
+    before = fetch_rows(f"SELECT {COLUMNS} FROM {RECORD} r WHERE {conversation.sql} AND (r.occurred_at, r.workspace_seq) < "
                         "(%s, %s) ORDER BY r.occurred_at DESC, r.seq DESC LIMIT %s",
                         [*conversation.params, *position, request.before])[::-1] if request.before else []
-    after = fetch_rows(f"SELECT {COLUMNS} FROM {RECORD} r WHERE {conversation.sql} AND (r.occurred_at, r.seq) > "
+    after = fetch_rows(f"SELECT {COLUMNS} FROM {RECORD} r WHERE {conversation.sql} AND (r.occurred_at, r.workspace_seq) > "
                        "(%s, %s) ORDER BY r.occurred_at, r.seq LIMIT %s",
                        [*conversation.params, *position, request.after]) if request.after else []
 

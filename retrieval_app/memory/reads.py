@@ -67,7 +67,7 @@ def memory_history(*, workspace, request: PathPage) -> dict:
     # The successor is the next row of the lane by seq, over the whole lane (not only this page).
     sql = (f"SELECT * FROM (SELECT {COLUMNS}, r.enriched_at IS NOT NULL, r.tombstone, {current.sql}, "
            f"lead(r.id) OVER (ORDER BY r.seq) FROM {RECORD} r WHERE {lane.sql}) lane "
-           "WHERE lane.seq > %s ORDER BY lane.seq LIMIT %s")
+           "WHERE lane.workspace_seq > %s ORDER BY lane.workspace_seq LIMIT %s")
     with connection.cursor() as cursor:
         cursor.execute(sql, [*current.params, *lane.params, after_seq, request.page.limit + 1])
         found = cursor.fetchall()

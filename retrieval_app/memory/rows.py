@@ -12,7 +12,8 @@ with no passages or facts there) is ``404 path_not_found``, never an empty answe
 workspace's paths look exactly like missing ones.
 
 Pages are newest first by ``(occurred_at, seq)`` (grep's by ``seq``); a cursor is the position
-of the last row shown, written ``<microseconds since 1970 UTC>.<seq>``.
+of the last row shown, written ``<microseconds since 1970 UTC>.<seq>``, where ``seq`` is the
+workspace's own ordinal (``workspace_seq``), so a cursor shows nothing of other workspaces' writes.
 """
 from __future__ import annotations
 
@@ -34,14 +35,14 @@ from .dates import DateWindow
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _CURSOR = re.compile(r"^(-?\d{1,18})\.(\d{1,19})$")
-COLUMNS = ("r.id, r.seq, r.collection, r.collection_version, r.entity, r.type, r.key, r.status, r.text, r.content, "
+COLUMNS = ("r.id, r.workspace_seq, r.collection, r.collection_version, r.entity, r.type, r.key, r.status, r.text, r.content, "
            "r.annotations, r.derived_from, r.occurred_at, r.created_at")
 
 
 @dataclass(frozen=True, slots=True)
 class PassageRow:
     id: uuid.UUID
-    seq: int
+    seq: int  # the workspace's own ordinal (record_sql: it sorts as the global seq does)
     collection: str
     collection_version: int
     entity: str
@@ -120,7 +121,7 @@ def newest_page(*, scope: Clause, cursor: tuple[datetime, int] | None, limit: in
     """At most ``limit + 1`` passages of ``scope`` (and ``extra``), newest first, after ``cursor``."""
     where = scope if extra is None else scope & extra
     if cursor is not None:
-        where = where & Clause("(r.occurred_at, r.seq) < (%s, %s)", cursor)
+        where = where & Clause("(r.occurred_at, r.workspace_seq) < (%s, %s)", cursor)
     return fetch_rows(f"SELECT {COLUMNS} FROM {RECORD} r WHERE {where.sql} "
                       "ORDER BY r.occurred_at DESC, r.seq DESC LIMIT %s", [*where.params, limit + 1])
 

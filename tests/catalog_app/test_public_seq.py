@@ -7,6 +7,7 @@ import pytest
 from django.db import connection
 
 from catalog_app.models import Record, Workspace
+from catalog_app.services.enrichment import records_enrich
 from catalog_app.services.record_ingest import record_ingest_batch
 from catalog_app.services.workspaces import workspace_create
 from tests.retrieval_app.factories import event, load
@@ -40,6 +41,20 @@ def test_another_workspaces_writes_leave_no_trace_in_seq(catalog, api, other_wor
     # The global seq did move: A's 50 rows sit between B's two.
     global_first, global_second = (Record.objects.get(pk=rid).seq for rid in (first, second))
     assert Record.objects.filter(seq__gt=global_first, seq__lt=global_second).count() == 50
+
+
+@pytest.mark.model
+def test_memory_cursors_carry_the_workspace_ordinal(catalog, api, other_workspace_api):
+    (first,) = post(api, note("b one"))
+    post(other_workspace_api, *(note(f"a {i}") for i in range(20)))
+    (second,) = post(api, note("b two"))
+    records_enrich(record_ids=[first, second])
+    latest = api.get("/memory/latest?limit=1").json()  # a cursor is ``<microseconds>.<seq>``
+    assert [hit["id"] for hit in latest["hits"]] == [second] and latest["next_cursor"].endswith(".2")
+    grep = api.get("/memory/grep?q=b&limit=1").json()
+    assert [hit["id"] for hit in grep["hits"]] == [second] and grep["next_cursor"].endswith(".2")
+    rest = api.get(f"/memory/grep?q=b&limit=1&cursor={grep['next_cursor']}").json()
+    assert [hit["id"] for hit in rest["hits"]] == [first]
 
 
 def test_a_cursor_between_or_past_the_ordinals_pages_correctly(catalog, api):
