@@ -151,14 +151,10 @@ def _point_default_at(settings_dict: dict) -> None:
     from django.conf import settings
     from django.db import connections
 
-    from catalog_app.catalog import runtime
     from memseek_site import parallel
 
     connections["default"].close()
     parallel.shutdown()  # its threads keep connections to the previous database otherwise
-    # Compiled catalogs are cached by workspace id, and ids repeat across databases.
-    with runtime._lock:
-        runtime._cache.clear()
     settings.DATABASES["default"] = settings_dict
     connections.settings["default"] = settings_dict
     del connections["default"]

@@ -115,7 +115,7 @@ def test_brief_and_lookup_tools_call_their_routes(live, tool):
     if not route["available"]:
         pytest.skip(f"{route['method']} {route['path']} is not served by this build yet")
     arguments = {"query": "Q3 budget", "entity": "contact.maria"} if tool == "brief" else {
-        "entity": "contact.maria", "pattern": "budget"}
+        "entity": "contact.maria", "q": "budget"}
     result = run(http_client(live, live.demo_key), lambda session: session.call_tool(tool, arguments))
     assert not result.is_error, result.structured_content
 
