@@ -5,8 +5,9 @@ collection, version, type, status, keyed-ness and entity. A source whose scope s
 than that (current versions, no time or depth bounds, no typed ``where``) is an ``IndexScope``,
 and its lexical channels read the index: the BM25 channel ``bm25_v1`` with the exact statistics
 of the scope, the text channel the query's English lexemes (``english``, the lexemes the stored
-``tsvector`` holds) best BM25-over-lexemes first. Any other source keeps the exact scan of
-``pg_bm25`` over the same analyzer, which computes the same ranking and statistics.
+``tsvector`` holds) best BM25-over-lexemes first. Any other source, and a source scoped to
+entities (whose few records the scan reads faster), keeps the exact scan of ``pg_bm25`` over the
+same analyzer, which computes the same ranking and statistics.
 """
 from __future__ import annotations
 
@@ -66,7 +67,16 @@ def lexical_candidates(resolved: ResolvedSource, workspace_id: int, analyzer: st
     if not terms:
         return Bm25Stats((), 0, 0.0, ()), []
     scope = index_scope(resolved)
-    if scope is None or analyzer not in {maintained.name for maintained in maintained_analyzers()}:
+    # An entity's records are few and found by the record table's entity index, so the scan reads
+    # them faster than the index reads every query term's postings in the workspace.
+    if (scope is None or scope.entities is not None
+            or analyzer not in {maintained.name for maintained in maintained_analyzers()}):
         return scan_candidates(resolved, workspace_id, analyzer, terms, cap)
+    return index_candidates(scope, workspace_id, analyzer, terms, cap)
+
+
+def index_candidates(scope: IndexScope, workspace_id: int, analyzer: str, terms: tuple[str, ...],
+                     cap: int) -> tuple[Bm25Stats, list[uuid.UUID]]:
+    """``(statistics, best cap ids)`` of ``terms`` from the index (the same figures as the scan)."""
     top = index_top_k(workspace_id=workspace_id, analyzer=analyzer, terms=terms, k=cap, scope=scope)
     return bm25_stats(terms, top.n, top.average_length, top.dfs), [record_id for record_id, _ in top.hits]

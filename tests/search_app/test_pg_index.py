@@ -36,9 +36,13 @@ def resolved_source(workspace, q: str, scope: dict, where: dict | None = None):
 def both_paths(workspace, q: str, scope: dict, cap: int, analyzer: str):
     """(index path, scan path) of ``analyzer``'s channel for ``q`` under ``scope``."""
     resolved = resolved_source(workspace, q, scope)
-    assert pg_index.index_scope(resolved) is not None
+    index_scope = pg_index.index_scope(resolved)
+    assert index_scope is not None
     terms = pg_index.english_terms(q) if analyzer == ENGLISH else tuple(dict.fromkeys(q.lower().split()))
-    return (pg_index.lexical_candidates(resolved, workspace.pk, analyzer, terms, cap),
+    if not terms:  # no term: no statistics and no candidate, before either path is asked
+        return (pg_index.lexical_candidates(resolved, workspace.pk, analyzer, terms, cap),
+                scan_candidates(resolved, workspace.pk, analyzer, terms, cap))
+    return (pg_index.index_candidates(index_scope, workspace.pk, analyzer, terms, cap),
             scan_candidates(resolved, workspace.pk, analyzer, terms, cap))
 
 
