@@ -279,8 +279,10 @@ def merged(call: dict, channels: list[list]) -> list:
     if len(channels) == 1:
         return channels[0]
     queries = [sql for sql, _ in call["statements"] if not sql.lstrip().startswith("SELECT set_config")]
-    # the vector channel's scope-size probe (entity scopes) answers a count, not candidates
-    pairs = [(sql, channel) for sql, channel in zip(queries, channels) if not sql.startswith("SELECT count(*) FROM")]
+    # the vector channel's scope-size probe (entity scopes) answers a count and the text channel's
+    # lexeme lookup the query's lexemes, not candidates
+    pairs = [(sql, channel) for sql, channel in zip(queries, channels)
+             if not sql.startswith("SELECT count(*) FROM") and "tsvector_to_array" not in sql]
     ordered = [channel for _, channel in sorted(pairs, key=lambda pair: _channel_rank(pair[0]))]
     return interleave(ordered, call["cap"])
 
