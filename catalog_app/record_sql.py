@@ -236,10 +236,13 @@ def embedding_rows(space: str, where: str) -> str:
 
 def nearest_sql(*, columns: str, space: str, dimensions: int, where: str, exact: bool = False) -> str:
     """SQL: ``columns`` of the records under ``where`` nearest the query vector in ``space``, at
-    most a limit. ``exact`` adds ``r.seq DESC`` as a second sort key, which keeps the planner off
-    the HNSW index (compare every row: cheaper for a small scope). Parameters: ``columns``'s,
-    workspace, ``where``'s, the vector literal, the limit."""
-    order = vector_distance(dimensions) + (", r.seq DESC" if exact else "")
+    most a limit. ``exact`` compares every row (cheaper for a small scope): the distance is sorted
+    as ``(distance) + 0``, an expression no index provides, so the planner cannot walk the HNSW
+    index (an approximate walk that may stop short of the scope's rows) even under an
+    incremental sort, and ``r.seq DESC`` breaks ties. Parameters: ``columns``'s, workspace,
+    ``where``'s, the vector literal, the limit."""
+    distance = vector_distance(dimensions)
+    order = f"({distance}) + 0, r.seq DESC" if exact else distance
     return f"SELECT {columns} {embedding_rows(space, where)} ORDER BY {order} LIMIT %s"
 
 

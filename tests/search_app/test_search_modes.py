@@ -6,10 +6,12 @@ import threading
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from catalog_app import embedding as embedding_module
+from catalog_app.record_sql import EMBEDDING, nearest_sql, vector_literal
+from catalog_app.services.embedding_index import embedding_index_name
 from search_app import pipeline as run_module
 from tests.search_app.search_factories import ingest_ready, item
 
@@ -148,6 +150,23 @@ def test_a_small_entity_scope_is_searched_exactly(catalog, api, settings, exact_
     # exact: every row of the 3-record scope compared, no HNSW settings; else the index walk
     assert any("<=>" in sql and "r.seq DESC LIMIT" in sql for sql in statements) == exact
     assert any("hnsw.ef_search" in sql for sql in statements) == (not exact)
+
+
+@pytest.mark.parametrize("exact", [True, False])
+def test_only_the_exact_nearest_statement_stays_off_the_hnsw_index(catalog, exact):
+    # Even a planner told that sequential scans are dear (as a large, stale-statistics table
+    # makes it think) cannot sort the exact statement with the approximate index, whose walk
+    # may stop short of a small scope's rows.
+    ingest_ready(catalog, [item(text) for text in UNRELATED])
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT space, vector_dims(embedding) FROM {EMBEDDING} LIMIT 1")
+        space, dimensions = cursor.fetchone()
+    sql = nearest_sql(columns="r.id", space=space, dimensions=dimensions, where="TRUE", exact=exact)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(f"EXPLAIN {sql}", [catalog.pk, vector_literal([0.1] * dimensions), 10])
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert (embedding_index_name(space) in plan) == (not exact), plan
 
 
 def test_text_search_matches_records_sharing_only_some_words_of_a_long_question(catalog, api):
