@@ -77,9 +77,20 @@ class Catalog:
     """
 
     definitions: dict[tuple[str, str, int], Definition] = field(default_factory=dict)
+    _derived: dict = field(default_factory=dict, repr=False, compare=False)
 
     def add(self, definition: Definition) -> None:
         self.definitions[(definition.family, definition.name, definition.version)] = definition
+        self._derived.clear()
+
+    def derived(self, key, build: Callable[[], Any]) -> Any:
+        """``build()``, computed once per ``key`` for this set of definitions and shared by every
+        caller (who must not mutate it): a new catalog revision compiles a new ``Catalog``, so a
+        value derived from definitions never outlives them. ``key`` names the value and any
+        setting it depends on."""
+        if key not in self._derived:
+            self._derived[key] = build()
+        return self._derived[key]
 
     def get(self, family: str, name: str, version: int | None = None) -> Definition | None:
         if version is not None:

@@ -42,8 +42,15 @@ def route_of(kind: str, lookup: str | None) -> tuple[str, str]:
 
 
 def tools_list(*, workspace) -> dict:
-    """The ``GET /tools`` payload of ``workspace``: an empty allowlist when no declaration is active."""
+    """The ``GET /tools`` payload of ``workspace``: an empty allowlist when no declaration is
+    active. Built once per catalog revision (and graph ceilings) and shared: callers must not
+    mutate it."""
     catalog = catalog_for_workspace(workspace)
+    ceilings = tuple(memseek_setting(setting) for setting in _GRAPH_CEILINGS.values())
+    return catalog.derived(("mcp.tools_list", ceilings), lambda: _payload(catalog))
+
+
+def _payload(catalog) -> dict:
     definition = active_interface(catalog)
     payload = {"protocol": PROTOCOL, "catalog": {"hash": catalog.hash}, "interface": None, "tools": []}
     if definition is None:

@@ -70,9 +70,14 @@ def build_server(allowlist: Allowlist, routes, listing: dict) -> Server:
     name = interface.get("name", "memseek")
     # get_tool_input_schema: the SDK checks Mcp-Param-* headers against it instead of running
     # tools/list once more before each call.
-    return Server(name, version=str(interface.get("version", SERVER_VERSION)), title=interface.get("title"),
-                  instructions=interface.get("instructions"), on_list_tools=list_tools, on_call_tool=call_tool,
-                  get_tool_input_schema=schemas.get)
+    server = Server(name, version=str(interface.get("version", SERVER_VERSION)), title=interface.get("title"),
+                    instructions=interface.get("instructions"), on_list_tools=list_tools, on_call_tool=call_tool,
+                    get_tool_input_schema=schemas.get)
+    # The SDK wraps every message in an OpenTelemetry span by default; Memseek installs no OTel
+    # exporter, so the spans would be built and dropped on every call (the SDK's documented
+    # opt-out: an empty middleware list).
+    server.middleware.clear()
+    return server
 
 
 def _sdk_tool(tool: dict) -> types.Tool:
