@@ -33,6 +33,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# Run as a script, this file's folder leads sys.path, where ``mcp`` names this file, not the SDK.
+sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != ROOT / "bench"]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
