@@ -47,11 +47,11 @@ def memory_grep(*, workspace, request: GrepRequest) -> dict:
     matcher = phrase_matcher(request.phrase)
     limit, bound = request.page.limit, memseek_setting("MEMORY_GREP_CANDIDATES")
     # Each step walks the next postings of the phrase's rarest term (or the entity's records),
-    # newest first, from where the last stopped, four times more each time: a common phrase
-    # costs one short walk, a rare one a few longer ones, and no candidate is read twice.
+    # newest first, from where the last stopped, four times more each time: a phrase most
+    # candidates hold costs one walk of a page, a rare one a few longer ones, and no candidate
+    # is read twice.
     steps = records_with_all_terms(workspace_id=workspace.pk, analyzer=GREP_ANALYZER, terms=request.terms,
-                                   scope=_index_scope(request.window), walk=max(4 * (limit + 1), 64),
-                                   before_seq=before)
+                                   scope=_index_scope(request.window), walk=limit + 1, before_seq=before)
     read, rows, exhausted = 0, [], True
     for step in steps:
         seqs = step[:bound - read]
