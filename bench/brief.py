@@ -2,6 +2,7 @@
 """``POST /memory/search``: evidence recall of the brief's hits on LoCoMo, and its latency.
 
     python bench/brief.py [--data FILE] [--size N] [--as-of end|today] [--latency-size N ...]
+                          [--vectors model|words]
                           [--skip recall,latency] [--out DIR] ...
     python manage.py bench brief [same options]
 
