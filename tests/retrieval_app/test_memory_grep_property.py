@@ -61,7 +61,8 @@ def phrases(draw, texts: list[str]):
 def grep_pages(api, params: dict, limit: int) -> tuple[list[str], bool]:
     found, cursor, complete = [], None, True
     while True:
-        response = api.get(f"/memory/grep?{urlencode({**params, 'limit': limit, **({'cursor': cursor} if cursor else {})})}")
+        page = {**params, "limit": limit, **({"cursor": cursor} if cursor else {})}
+        response = api.get(f"/memory/grep?{urlencode(page)}")
         body = response.json()
         assert response.status_code == 200, body
         found += [hit["id"] for hit in body["hits"]]
