@@ -2,6 +2,7 @@
 """``POST /memory/search``: evidence recall of the brief's hits on LoCoMo, and its latency.
 
     python bench/brief.py [--data FILE] [--size N] [--as-of end|today] [--latency-size N ...]
+                          [--vectors model|words]
                           [--skip recall,latency] [--out DIR] ...
     python manage.py bench brief [same options]
 
@@ -137,7 +138,9 @@ def markdown(result: dict) -> str:
                   f"DRAGON {target['dragon']}.", "", "What was tried:", ""] + [f"- {item}" for item in TRIED] + [""]
     for size, entry in (result.get("latency") or {}).items():
         latency = entry["latency"]
-        lines += [f"## Latency at {int(size):,} records (query embedding excluded, in-process)", "",
+        vectors = ("record vectors: the mean of MiniLM's vectors of each text's words (`--vectors words`)"
+                   if entry.get("vectors") == "words" else "record vectors: MiniLM of each text")
+        lines += [f"## Latency at {int(size):,} records (query embedding excluded, in-process)", "", f"{vectors}.", "",
                   markdown_table(["measure", "p50 ms", "p95 ms", "n"],
                                  [[name, f"{latency[name]['p50_ms']:.1f}", f"{latency[name]['p95_ms']:.1f}",
                                    latency[name]["n"]] for name in ("brief", "hybrid_search")]),
@@ -162,6 +165,8 @@ def main(argv=None) -> int:
     parser.add_argument("--database-prefix", default="memseek_bench_brief")
     parser.add_argument("--seed", type=int, default=setup.SEED)
     parser.add_argument("--cache", type=Path, default=setup.CACHE)
+    parser.add_argument("--vectors", choices=("model", "words"), default="model",
+                        help="latency corpus vectors: MiniLM of each text, or the mean of its words' (see brief_latency)")
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--drop", action="store_true", help="drop the latency corpus database(s) at the end")
     parser.add_argument("--skip", default="", help="comma list: recall, latency")

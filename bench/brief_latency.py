@@ -8,6 +8,11 @@ with real MiniLM vectors cached under ``--cache``) in its own database
 ``cheap`` model, so no brief calls one). Each query is embedded once beforehand and every call
 passes a trace that hands the vector back (``bench/tracing.py``): the figures exclude the query
 embedding. Brief and baseline alternate query by query, rotating which goes first.
+
+``--vectors words`` stores, instead of MiniLM's vector of each text, the normalised mean of
+MiniLM's vectors of its words (``search_setup.word_mean_embeddings``; a few thousand words to
+encode instead of 100,000 texts, in its own database ``<prefix>_<size>_words``): the same index,
+dimensions and query vectors, for a latency run on a machine too busy to encode the corpus.
 """
 from __future__ import annotations
 
@@ -37,7 +42,7 @@ def hybrid_body(query: dict) -> dict:
 
 
 def measure(args, size: int) -> dict:
-    database = f"{args.database_prefix}_{size}"
+    database = f"{args.database_prefix}_{size}" + ("_words" if args.vectors == "words" else "")
     with setup.bench_database(database, drop=args.drop, cache=args.cache):
         return _measure(args, size, database)
 
@@ -50,7 +55,8 @@ def _measure(args, size: int, database: str) -> dict:
     from search_app.services import search_run
 
     started = time.perf_counter()
-    corpus = setup.build_corpus(size, database=database, rebuild=args.rebuild, seed=args.seed, cache=args.cache)
+    corpus = setup.build_corpus(size, database=database, rebuild=args.rebuild, seed=args.seed, cache=args.cache,
+                                vectors=args.vectors)
     prepared = prepare(corpus)
     workspace = corpus["workspace"]
     workspace.refresh_from_db()
@@ -84,7 +90,7 @@ def _measure(args, size: int, database: str) -> dict:
         settings.MEMSEEK = previous
     out = {name: latency_summary(values) for name, values in times.items()}
     out["ratio_p50"] = out["brief"]["p50_ms"] / out["hybrid_search"]["p50_ms"]
-    return {"size": size, "build": corpus["build"], "prepared": prepared, "queries": len(queries),
+    return {"size": size, "vectors": args.vectors, "build": corpus["build"], "prepared": prepared, "queries": len(queries),
             "iterations": args.iterations, "latency": out, "query_embedding": embedding,
             "mean_found": sum(found) / len(found), "vector_cache_misses": cache.misses,
             "load_average_1m": [round(load_start, 2), round(os.getloadavg()[0], 2)],

@@ -375,6 +375,30 @@ def _embed(config, texts: list[str]) -> list[list[float]]:
     return embed_texts(config, texts)
 
 
+def word_mean_embeddings(texts: list[str], config, label: str, cache: Path = CACHE):
+    """float32 matrix, one unit vector per text: the normalised mean of the service's own
+    embedding (``embed_texts``) of each of the text's words (``bm25_tokens``), the words' vectors
+    cached in ``cache``. A stand-in for a corpus too large to encode on a shared machine (its
+    vectors cluster by the words texts share, as MiniLM's do; they are not MiniLM's vectors of
+    the texts, so use it for latency, never for quality)."""
+    import numpy as np
+
+    from catalog_app.bm25_terms import bm25_tokens
+
+    tokens = [bm25_tokens(text) for text in texts]
+    words = list(dict.fromkeys(word for text_tokens in tokens for word in text_tokens))
+    word_matrix, info = cached_embeddings(words, config, f"{label}-words", cache=cache)
+    row_of = {word: index for index, word in enumerate(words)}
+    matrix = np.zeros((len(texts), config.dimensions), dtype=np.float32)
+    for index, text_tokens in enumerate(tokens):
+        if text_tokens:
+            matrix[index] = word_matrix[[row_of[word] for word in text_tokens]].mean(axis=0)
+        else:
+            matrix[index, 0] = 1.0
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix, {**info, "vectors": "word means", "words": len(words)}
+
+
 def distinct_texts(items: list[dict]) -> list[str]:
     return list(dict.fromkeys(item["text"] for item in items))
 
@@ -420,10 +444,13 @@ def _complete(state: dict, size: int, space: str) -> bool:
             GRAPH_OUT_DEGREE and deps.get("unready") == 0 and state["embeddings"].get(space) == size)
 
 
-def build_corpus(size: int, *, database: str, rebuild: bool = False, seed: int = SEED, cache: Path = CACHE) -> dict:
+def build_corpus(size: int, *, database: str, rebuild: bool = False, seed: int = SEED, cache: Path = CACHE,
+                 vectors: str = "model") -> dict:
     """Switch to ``database`` and make sure it holds the corpus of ``size`` records (building it
-    if missing, incomplete or ``rebuild``; vectors and build info cached in ``cache``). Returns
-    ``{"workspace", "key", "build", "items"}``; ``key`` is a fresh API key of the workspace."""
+    if missing, incomplete or ``rebuild``; vectors and build info cached in ``cache``). ``vectors``
+    is ``model`` (MiniLM of each text) or ``words`` (``word_mean_embeddings``; give such a corpus
+    its own database). Returns ``{"workspace", "key", "build", "items"}``; ``key`` is a fresh API
+    key of the workspace."""
     from django.db import connection
 
     from bench.corpus import batches
@@ -465,7 +492,9 @@ def build_corpus(size: int, *, database: str, rebuild: bool = False, seed: int =
     if config.provider.adapter != "sentence_transformers":
         raise RuntimeError(f"the bench catalog must embed with the bundled model, not {config.provider.adapter}")
     texts = distinct_texts(items)
-    matrix, build["embeddings"] = cached_embeddings(texts, config, f"records-{size}-seed{seed}", cache=cache)
+    embed = word_mean_embeddings if vectors == "words" else cached_embeddings
+    matrix, build["embeddings"] = embed(texts, config, f"records-{size}-seed{seed}", cache=cache)
+    build["vectors"] = vectors
 
     phase = time.perf_counter()
     bar = progress(total=len(items) + len(links), desc=f"ingest {size} records + {len(links)} links", unit="rec")

@@ -1,4 +1,5 @@
-"""Reading the lexical index: exact BM25 top-k, conjunctive candidates and source totals.
+"""Reading the lexical index: exact BM25 top-k, conjunctive candidates (walked newest first) and
+source totals.
 
 Scope. ``IndexScope`` narrows by the columns every posting carries through its group
 (``collection_ids``: collection *names*, the identity ``Record.collection`` uses, optionally
@@ -13,6 +14,7 @@ read is one SQL statement, so statistics and postings come from one snapshot.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from uuid import UUID
 
@@ -107,39 +109,71 @@ def index_top_k(*, workspace_id: int, analyzer: str, terms: tuple[str, ...], k: 
 
 
 def records_with_all_terms(*, workspace_id: int, analyzer: str, terms: tuple[str, ...], scope: IndexScope,
-                           limit: int) -> list[UUID]:
+                           walk: int, before_seq: int | None = None, growth: int = 4) -> Iterator[tuple[int, ...]]:
     """The visible records of ``scope`` holding every one of ``terms`` (conjunctive candidates),
-    newest first by ``seq``, at most ``limit``. Raises ``ValueError`` for no terms or an
+    seqs below ``before_seq`` (no bound when ``None``), newest first, in steps: each step reads
+    the next rows of the walk's lead (the rarest term's postings, or, when the scope names
+    entities, those entities' records), ``walk`` the first time and ``growth`` times more each
+    next, and yields the seqs among them that hold every term (possibly none). The generator ends
+    once the lead is read to the end. Raises ``ValueError`` for no terms, ``walk`` < 1 or an
     unmaintained analyzer."""
     spec = _maintained(analyzer)
     terms = tuple(dict.fromkeys(terms))
     if not terms:
         raise ValueError("records_with_all_terms needs at least one term")
-    if limit <= 0:
-        return []
+    if walk < 1:
+        raise ValueError("records_with_all_terms walks at least one row a step")
+    return _conjunctive_steps(workspace_id, spec, terms, scope, walk, before_seq, growth)
+
+
+def _conjunctive_steps(workspace_id: int, spec: Analyzer, terms: tuple[str, ...], scope: IndexScope, walk: int,
+                       before_seq: int | None, growth: int) -> Iterator[tuple[int, ...]]:
     groups, group_params = _groups(workspace_id, scope)
-    entity_sql, entity_params = _entity_filter(workspace_id, scope, "p0")
-    # The scan walks the first term's postings newest first and probes the others by key, so it
-    # stops after ``limit`` matches; any order is correct, the rarest first reads the least.
     with connection.cursor() as cursor:
+        cursor.execute(groups, group_params)
+        group_ids = [row[0] for row in cursor.fetchall()]
         cursor.execute(f"SELECT term, sum(df) FROM {TERM_STATS} WHERE workspace_id = %s AND analyzer = %s "
-                       f"AND term = ANY(%s) AND (collection, status) IN (SELECT g.collection, g.status FROM ({groups}) g) "
-                       "GROUP BY term",
-                       [workspace_id, spec.code, list(terms), *group_params])
+                       "AND term = ANY(%s) AND (collection, status) IN "
+                       f"(SELECT collection, status FROM {GROUP} WHERE id = ANY(%s::integer[])) GROUP BY term",
+                       [workspace_id, spec.code, list(terms), group_ids])
         dfs = dict(cursor.fetchall())
-        if any(dfs.get(term, 0) == 0 for term in terms):  # counted over a superset of the scope
-            return []
-        ordered = sorted(terms, key=lambda term: dfs.get(term, 0))
-        probes = "".join(
-            f" AND EXISTS (SELECT 1 FROM {POSTING} p{i} WHERE p{i}.workspace_id = p0.workspace_id AND "
-            f"p{i}.analyzer = p0.analyzer AND p{i}.term = %s AND p{i}.seq = p0.seq)" for i in range(1, len(ordered)))
-        cursor.execute(
-            f"SELECT r.id FROM (SELECT p0.seq FROM {POSTING} p0 WHERE p0.workspace_id = %s AND p0.analyzer = %s "
-            f"AND p0.term = %s AND p0.group_id IN (SELECT g.id FROM ({groups}) g){entity_sql}{probes} "
-            "ORDER BY p0.seq DESC LIMIT %s) x "
-            f"JOIN {RECORD} r ON r.seq = x.seq ORDER BY x.seq DESC",
-            [workspace_id, spec.code, ordered[0], *group_params, *entity_params, *ordered[1:], limit])
-        return [row[0] for row in cursor.fetchall()]
+    if any(dfs.get(term, 0) == 0 for term in terms):  # counted over a superset of the scope
+        return
+    ordered = sorted(terms, key=lambda term: dfs[term])
+    # Each step is its own LIMITed statement over one key range, so it reads at most ``walk``
+    # rows whatever the planner thinks of the probes' selectivity (left to one statement, it
+    # misjudged them, joined every posting and sorted: ~100x slower). An entity's records (the
+    # record table's entity index) are fewer than a term's postings across the workspace, so
+    # they lead when the scope names entities.
+    if scope.entities is None:
+        lead = (f"SELECT p.seq, p.group_id FROM {POSTING} p WHERE p.workspace_id = %s AND p.analyzer = %s "
+                "AND p.term = %s")
+        lead_params, probed = [workspace_id, spec.code, ordered[0]], ordered[1:]
+        in_groups, in_group_params = "c.group_id = ANY(%s::integer[])", [group_ids]
+    else:
+        lead = (f"SELECT p.seq, NULL::integer AS group_id FROM {RECORD} p WHERE p.workspace_id = %s "
+                "AND p.entity = ANY(%s)")
+        lead_params, probed = [workspace_id, list(scope.entities)], ordered[1:]
+        in_groups = (f"EXISTS (SELECT 1 FROM {POSTING} g WHERE g.workspace_id = %s AND g.analyzer = %s "
+                     "AND g.term = %s AND g.seq = c.seq AND g.group_id = ANY(%s::integer[]))")
+        in_group_params = [workspace_id, spec.code, ordered[0], group_ids]
+    probes = "".join(
+        f" AND EXISTS (SELECT 1 FROM {POSTING} p{i} WHERE p{i}.workspace_id = %s AND p{i}.analyzer = %s "
+        f"AND p{i}.term = %s AND p{i}.seq = c.seq)" for i in range(len(probed)))
+    probe_params = [value for term in probed for value in (workspace_id, spec.code, term)]
+    while True:
+        below, below_params = (" AND p.seq < %s", [before_seq]) if before_seq is not None else ("", [])
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"WITH chunk AS MATERIALIZED ({lead}{below} ORDER BY p.seq DESC LIMIT %s) "
+                "SELECT (SELECT min(seq) FROM chunk), (SELECT count(*) FROM chunk), "
+                f"array(SELECT c.seq FROM chunk c WHERE {in_groups}{probes} ORDER BY c.seq DESC)",
+                [*lead_params, *below_params, walk, *in_group_params, *probe_params])
+            lowest, read, seqs = cursor.fetchone()
+        yield tuple(seqs)
+        if read < walk:
+            return
+        before_seq, walk = lowest, walk * growth
 
 
 def source_totals(*, workspace_id: int, collection_ids: tuple[str, ...] | None) -> tuple[int, int]:

@@ -4,7 +4,8 @@
   ``str.lower``, the tokeniser's), with the phrase's ends on word boundaries wherever it starts
   or ends with a letter or digit: ``E-4021`` finds "error E-4021" but not "E-40213", since an
   id or a code is a whole token. Such a text holds every ``bm25_v1`` term of the phrase, so the
-  candidates come from the lexical index (``records_with_all_terms``, bounded by
+  candidates come from the lexical index (``records_with_all_terms``: the rarest term's postings
+  walked newest first from the page's cursor, the others probed; at most
   ``MEMORY_GREP_CANDIDATES`` per page) and each is verified here: only real matches are shown.
   Newest first means the order writes arrived (``seq``), the index's order. ``complete: false``
   says the bound was reached before the page filled, so older matches may exist.
@@ -20,6 +21,8 @@ from __future__ import annotations
 
 import json
 import re
+
+from django.db import connection
 
 from catalog_app.catalog.registry import Catalog
 from catalog_app.catalog.runtime import catalog_for_workspace
@@ -40,41 +43,61 @@ _WORD_EDGE = re.compile(r"[^\W_]")
 def memory_grep(*, workspace, request: GrepRequest) -> dict:
     catalog = catalog_for_workspace(workspace)
     scope = _window_scope(workspace, catalog, request.window)
-    if request.page.cursor is not None:
-        scope = scope & Clause("r.workspace_seq < %s", (request.page.cursor[1],))
+    before = _seq_below(workspace.pk, request.page.cursor[1]) if request.page.cursor is not None else None
     matcher = phrase_matcher(request.phrase)
     limit, bound = request.page.limit, memseek_setting("MEMORY_GREP_CANDIDATES")
-    # The index hands candidates newest first by seq without a cursor, so a page reads a window
-    # of the newest candidates, four times wider each time until the page is full (or the
-    # candidates, or the bound, run out): a common phrase costs one narrow read.
-    want = min(max(4 * (limit + 1), 64), bound)
-    while True:
-        ids, more = grep_candidates(workspace_id=workspace.pk, window=request.window, terms=request.terms,
-                                    limit=want)
-        candidates = Clause("r.id = ANY(%s::uuid[])", ([str(record_id) for record_id in ids],))
-        where = scope & candidates
-        rows = [row for row in fetch_rows(f"SELECT {COLUMNS} FROM {RECORD} r WHERE {where.sql} ORDER BY r.seq DESC",
-                                          where.params) if matcher(row.text)]
-        if len(rows) > limit or not more or want >= bound:
+    # Each step walks the next postings of the phrase's rarest term (or the entity's records),
+    # newest first, from where the last stopped, four times more each time: a phrase most
+    # candidates hold costs one walk of a page, a rare one a few longer ones, and no candidate
+    # is read twice.
+    steps = records_with_all_terms(workspace_id=workspace.pk, analyzer=GREP_ANALYZER, terms=request.terms,
+                                   scope=_index_scope(request.window), walk=limit + 1, before_seq=before)
+    read, rows, exhausted = 0, [], True
+    for step in steps:
+        seqs = step[:bound - read]
+        read += len(seqs)
+        rows += _verified(scope, seqs, matcher)
+        if len(rows) > limit or read >= bound:
+            exhausted = False
             break
-        want = min(4 * want, bound)
     shown, next_cursor = page_of(rows, limit)
     return {"query": request.phrase, "path": request.window.path.text, "found": len(shown),
             "hits": [hit_shape(row, passage_roles(row, catalog)) for row in shown], "next_cursor": next_cursor,
-            "complete": len(rows) > limit or not more}
+            "complete": len(rows) > limit or exhausted}
 
 
-def grep_candidates(*, workspace_id: int, window: Window, terms: tuple[str, ...], limit: int) -> tuple[list, bool]:
-    """The ids of the newest ``limit`` (by seq) visible records of the window's collection and
-    entity holding every term of the phrase (the lexical index), and whether more exist. Dates
-    and the other scope rules are applied after, on the record table."""
+def _verified(scope: Clause, seqs: tuple[int, ...], matcher) -> list[PassageRow]:
+    """The passages of ``scope`` among records ``seqs`` whose text holds the phrase, newest
+    first: texts are read and checked first, whole rows only for the matches."""
+    if not seqs:
+        return []
+    where = scope & Clause("r.seq = ANY(%s::bigint[])", (list(seqs),))
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT r.seq, r.text FROM {RECORD} r WHERE {where.sql}", list(where.params))
+        matched = [seq for seq, text in cursor.fetchall() if matcher(text)]
+    if not matched:
+        return []
+    return fetch_rows(f"SELECT {COLUMNS} FROM {RECORD} r WHERE r.seq = ANY(%s::bigint[]) ORDER BY r.seq DESC",
+                      [matched])
+
+
+def _index_scope(window: Window) -> IndexScope:
+    """The lexical index's part of the window: its collection, entity and kind (dates and the
+    other passage rules are applied on the record table)."""
     path = window.path
     entity = path.entity or window.entity
-    scope = IndexScope(collection_ids=(path.collection,) if path.collection else None, statuses=("active",),
-                       keyed=True if path.kind == "facts" else None, entities=(entity,) if entity else None)
-    ids = records_with_all_terms(workspace_id=workspace_id, analyzer=GREP_ANALYZER, terms=terms, scope=scope,
-                                 limit=limit + 1)
-    return ids[:limit], len(ids) > limit
+    return IndexScope(collection_ids=(path.collection,) if path.collection else None, statuses=("active",),
+                      keyed=True if path.kind == "facts" else None, entities=(entity,) if entity else None)
+
+
+def _seq_below(workspace_id: int, cursor_seq: int) -> int | None:
+    """The global seq below which lie exactly the workspace's records before its ordinal
+    ``cursor_seq`` (the two sort alike within a workspace); None when every record is."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT seq FROM {RECORD} WHERE workspace_id = %s AND workspace_seq >= %s "
+                       "ORDER BY workspace_seq LIMIT 1", [workspace_id, cursor_seq])
+        found = cursor.fetchone()
+    return found[0] if found else None
 
 
 def phrase_matcher(phrase: str):

@@ -90,20 +90,38 @@ def test_repeated_terms_and_unknown_analyzers_are_refused(ws):
         index_top_k(workspace_id=ws.pk, analyzer="klingon", terms=("a",), k=1, scope=IndexScope())
 
 
+def conjunctive(ws, terms, scope=IndexScope(), walk=10, before_seq=None):
+    """Every step of the walk, as a list of tuples of seqs."""
+    return list(records_with_all_terms(workspace_id=ws.pk, analyzer="bm25_v1", terms=terms, scope=scope, walk=walk,
+                                       before_seq=before_seq, growth=2))
+
+
 def test_records_with_all_terms_are_conjunctive_and_newest_first(ws):
     a, b, c, _ = write(ws, {"text": "x y z"}, {"text": "x z"}, {"text": "z x y"}, {"text": "y"})
-    found = records_with_all_terms(workspace_id=ws.pk, analyzer="bm25_v1", terms=("x", "z"), scope=IndexScope(),
-                                   limit=10)
-    assert found == [c, b, a]
-    assert records_with_all_terms(workspace_id=ws.pk, analyzer="bm25_v1", terms=("x", "y"), scope=IndexScope(),
-                                  limit=1) == [c]
-    assert records_with_all_terms(workspace_id=ws.pk, analyzer="bm25_v1", terms=("x", "nope"),
-                                  scope=IndexScope(), limit=5) == []
+    seq = dict(Record.objects.filter(id__in=[a, b, c]).values_list("id", "seq"))
+    assert conjunctive(ws, ("x", "z")) == [(seq[c], seq[b], seq[a])]
+    assert conjunctive(ws, ("x", "nope"), walk=5) == []
     (d,) = write(ws, {"text": "x z", "entity": "e2", "type": "fact", "key": "k"})
-    assert records_with_all_terms(workspace_id=ws.pk, analyzer="bm25_v1", terms=("z", "x"),
-                                  scope=IndexScope(entities=("e2",)), limit=5) == [d]
-    assert records_with_all_terms(workspace_id=ws.pk, analyzer="bm25_v1", terms=("z", "x"),
-                                  scope=IndexScope(keyed=False), limit=5) == [c, b, a]
+    seq[d] = Record.objects.get(id=d).seq
+    assert conjunctive(ws, ("z", "x"), IndexScope(entities=("e2",)), walk=5) == [(seq[d],)]
+    assert conjunctive(ws, ("z", "x"), IndexScope(keyed=False), walk=5) == [(seq[c], seq[b], seq[a])]
+    # e1's records lead, newest first: the "y" record, then c and b, then a (1, 2, 4 asked)
+    assert conjunctive(ws, ("z", "x"), IndexScope(entities=("e1",)), walk=1) == [(), (seq[c], seq[b]), (seq[a],)]
+
+
+def test_a_walk_reads_its_lead_in_growing_steps_from_where_it_stopped(ws):
+    a, b, c, d = write(ws, {"text": "x y"}, {"text": "x"}, {"text": "x y"}, {"text": "x y y"})
+    seq = dict(Record.objects.filter(id__in=[a, b, c, d]).values_list("id", "seq"))
+    # y is the rarer term (3 postings): two of them, then (twice as many asked) the last
+    assert conjunctive(ws, ("x", "y"), walk=2) == [(seq[d], seq[c]), (seq[a],)]
+    assert conjunctive(ws, ("x", "y"), walk=2, before_seq=seq[c]) == [(seq[a],)]
+    # x is the rarer one once y is common: a step may read postings that hold only one term
+    write(ws, *({"text": "y"} for _ in range(3)))
+    # below d: c; then b and a; then (4 asked, none left) the end
+    assert conjunctive(ws, ("y", "x"), walk=1, before_seq=seq[d]) == [(seq[c],), (seq[a],), ()]
+    assert conjunctive(ws, ("y", "x"), walk=1) == [(seq[d],), (seq[c],), (seq[a],)]
+    with pytest.raises(ValueError):
+        conjunctive(ws, ("x",), walk=0)
 
 
 def test_source_totals_count_every_inserted_row_and_its_bytes(ws):

@@ -17,15 +17,23 @@ ENTITIES = ("contact.maria", "contact.ana")
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
 
-def scan_oracle(workspace: Workspace, phrase: str, entity: str | None) -> list[str]:
-    """Every passage of ``workspace`` (live, active, current in its lane by ``seq``) of ``entity``
-    whose lowercased text holds the lowercased phrase, with no letter or digit glued to either
-    end of it where that end is a letter or digit; newest first by seq (the order writes arrived)."""
+def visible_passages(workspace: Workspace, entity: str | None) -> list[Record]:
+    """Every passage of ``workspace`` (live, active, current in its lane by ``seq``) of
+    ``entity`` (any when None), oldest first."""
     rows = list(Record.objects.filter(workspace=workspace).order_by("seq"))
     newest_in_lane = {}
     for row in rows:
         if row.key is not None:
             newest_in_lane[(row.entity, row.collection, row.key, row.status)] = row.seq
+    return [row for row in rows if row.enriched_at is not None and not row.tombstone and row.status == "active"
+            and (row.key is None or newest_in_lane[(row.entity, row.collection, row.key, row.status)] == row.seq)
+            and (entity is None or row.entity == entity)]
+
+
+def scan_oracle(workspace: Workspace, phrase: str, entity: str | None) -> list[str]:
+    """Every passage of ``workspace`` of ``entity`` (``visible_passages``) whose lowercased text
+    holds the lowercased phrase, with no letter or digit glued to either end of it where that
+    end is a letter or digit; newest first by seq (the order writes arrived)."""
     needle = phrase.lower()
 
     def glued(char: str) -> bool:
@@ -43,9 +51,7 @@ def scan_oracle(workspace: Workspace, phrase: str, entity: str | None) -> list[s
             start = text.find(needle, start + 1)
         return False
 
-    visible = [row for row in rows if row.enriched_at is not None and not row.tombstone and row.status == "active"
-               and (row.key is None or newest_in_lane[(row.entity, row.collection, row.key, row.status)] == row.seq)
-               and (entity is None or row.entity == entity) and holds(row.text)]
+    visible = [row for row in visible_passages(workspace, entity) if holds(row.text)]
     return [str(row.id) for row in sorted(visible, key=lambda row: row.seq, reverse=True)]
 
 
