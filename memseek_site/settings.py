@@ -102,6 +102,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # 3.1: schemas are JSON Schema 2020-12, so a parser's own JSON Schema (the SearchSpec's) is
+    # the document's, conditionals and tuples included.
+    "OAS_VERSION": "3.1.0",
+    "POSTPROCESSING_HOOKS": ["catalog_app.api.schema.postprocess_enums_outside_json_schemas"],
 }
 
 # Celery: with CELERY_BROKER_URL set, tasks go to real workers; unset, they run in-process
