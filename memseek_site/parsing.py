@@ -19,6 +19,56 @@ from .errors import ApiError, RequestError
 PUBLIC_NAME = re.compile(r"^[a-z][a-z0-9._-]{0,63}$")
 
 
+# --- The JSON Schema of what the readers accept, for the OpenAPI document -------------------------
+# Each helper states one reader's rule as a schema, beside the reader, so a route documents the
+# limits it passes to the reader instead of restating them.
+
+# The characters str.strip() removes (what ``parse_string`` calls blank): Python's ``\s`` holds
+# them all; ECMA-262's lacks U+001C-U+001F and U+0085, so they are named too.
+STRIP_SPACE = r"\s\x1c-\x1f\x85"
+NON_BLANK = f"[^{STRIP_SPACE}]"
+_END = r"(?![\s\S])"  # end of string in Python and ECMA-262 alike ($ also matches before a final newline)
+
+
+def schema_pattern(pattern: re.Pattern) -> str:
+    """``pattern`` as a JSON Schema pattern that, like the reader's ``fullmatch``, refuses a
+    trailing newline (``$`` alone matches before one)."""
+    return pattern.pattern.removesuffix("$") + _END
+
+
+def string_schema(*, max_length: int | None = None, pattern: re.Pattern | None = None,
+                  allow_blank: bool = False, **extra) -> dict:
+    """What ``parse_string`` accepts with these arguments."""
+    schema: dict = {"type": "string", **extra}
+    if pattern is not None:
+        schema["pattern"] = schema_pattern(pattern)
+    elif not allow_blank:
+        schema["pattern"] = NON_BLANK
+    if max_length is not None:
+        schema["maxLength"] = max_length
+    return schema
+
+
+def int_schema(*, minimum: int | None = None, maximum: int | None = None, **extra) -> dict:
+    """What ``parse_int`` (and ``query_int``) accepts with these bounds."""
+    schema: dict = {"type": "integer", **extra}
+    if minimum is not None:
+        schema["minimum"] = minimum
+    if maximum is not None:
+        schema["maximum"] = maximum
+    return schema
+
+
+def query_list_schema(pattern: re.Pattern, *, max_items: int = 100, **extra) -> dict:
+    """What ``query_list`` accepts: 1 to ``max_items`` comma-separated names matching ``pattern``
+    (surrounding whitespace and empty items ignored)."""
+    name = pattern.pattern.removeprefix("^").removesuffix("$")
+    space = f"[{STRIP_SPACE}]"
+    gaps = f"[{STRIP_SPACE},]*"
+    return {"type": "string", **extra,
+            "pattern": f"^{gaps}(?:{name}){space}*(?:,{gaps}(?:{name}){space}*){{0,{max_items - 1}}}{gaps}{_END}"}
+
+
 def at(path: str, key: str | int) -> str:
     """The dotted path of ``key`` inside ``path`` (``records[2].content``)."""
     if isinstance(key, int):
@@ -65,6 +115,10 @@ def parse_string(value, path: str, *, max_length: int | None = None, pattern: re
 
 def parse_int(value, path: str, *, minimum: int | None = None, maximum: int | None = None,
               code: str | None = None, error: type[ApiError] = RequestError) -> int:
+    """An integer; a number with no fractional part (``5.0``) is one too, as JSON Schema (and so
+    the OpenAPI document) counts it, and is returned as ``int``."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise fail(path, f"expected an integer, got {type_name(value)}", code, error=error)
     _check_range(value, path, minimum, maximum, code, error)

@@ -105,7 +105,8 @@ SPECTACULAR_SETTINGS = {
     # 3.1: schemas are JSON Schema 2020-12, so a parser's own JSON Schema (the SearchSpec's) is
     # the document's, conditionals and tuples included.
     "OAS_VERSION": "3.1.0",
-    "POSTPROCESSING_HOOKS": ["catalog_app.api.schema.postprocess_enums_outside_json_schemas"],
+    "POSTPROCESSING_HOOKS": ["catalog_app.api.schema.postprocess_enums_outside_json_schemas",
+                             "memseek_site.openapi.postprocess_transport_rules"],
 }
 
 # Celery: with CELERY_BROKER_URL set, tasks go to real workers; unset, they run in-process

@@ -18,6 +18,16 @@ class ErrorSerializer(serializers.Serializer):
     path = serializers.CharField(required=False, help_text="Dotted location of the offending value.")
 
 
+class SchemaField(serializers.JSONField):
+    """A request member documented by exactly the JSON Schema its strict reader accepts (built
+    with ``memseek_site.parsing``'s ``*_schema`` helpers from the limits the route passes to the
+    reader); the serializer only describes, the reader validates."""
+
+    def __init__(self, schema: dict, **kwargs):
+        self.openapi_schema = schema
+        super().__init__(**kwargs)
+
+
 def closed_request(serializer_class):
     """Mark a request serializer whose strict reader accepts exactly the keys it names; the
     schema then says ``additionalProperties: false`` (tests/memseek_site/test_openapi_constraints.py
@@ -92,6 +102,11 @@ class KeyedAutoSchema(AutoSchema):
     objects get ``additionalProperties: false``."""
 
     def _map_serializer_field(self, field, direction, bypass_extensions=False):
+        if isinstance(field, SchemaField):
+            schema = copy.deepcopy(field.openapi_schema)
+            if field.help_text:
+                schema.setdefault("description", str(field.help_text))
+            return schema
         schema = super()._map_serializer_field(field, direction, bypass_extensions)
         # drf-spectacular writes a nullable untyped field (JSONField(allow_null=True)) as
         # oneOf [{}, null] in OpenAPI 3.1, which no value satisfies (null matches both): the
@@ -102,8 +117,16 @@ class KeyedAutoSchema(AutoSchema):
 
     def _map_basic_serializer(self, serializer, direction):
         schema = super()._map_basic_serializer(serializer, direction)
+        for name, field in serializer.fields.items():
+            # drf-spectacular drops a nested many=True serializer's length bounds.
+            if isinstance(field, serializers.ListSerializer) and name in schema.get("properties", {}):
+                bounds = {"minItems": field.min_length, "maxItems": field.max_length}
+                schema["properties"][name].update({key: value for key, value in bounds.items() if value is not None})
         if direction == "request" and getattr(serializer, "closed_request", False):
             schema["additionalProperties"] = False
+        if direction == "request" and getattr(serializer, "cross_member_rules", None):
+            # Rules between members (``not`` both entity and entities, ...), as JSON Schema.
+            schema["allOf"] = copy.deepcopy(serializer.cross_member_rules)
         return schema
 
     def get_operation(self, *args, **kwargs):

@@ -21,7 +21,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from rest_framework import serializers
 from rest_framework.views import APIView
 
-from catalog_app.api.schema import ErrorSerializer
+from catalog_app.api.schema import ErrorSerializer, SchemaField, closed_request
 from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
 from memseek_site.json_body import decode_json_body
@@ -37,6 +37,24 @@ _JsonRpc = inline_serializer("JsonRpcMessage", {
     "result": serializers.JSONField(required=False), "error": serializers.JSONField(required=False)})
 
 
+@closed_request
+class JsonRpcRequestSerializer(serializers.Serializer):
+    """One JSON-RPC 2.0 message as the MCP SDK reads it: a request (method and id), a
+    notification (method, no id) or a response to the server (id with result or error)."""
+
+    cross_member_rules = [{"oneOf": [
+        {"required": ["method"], "not": {"anyOf": [{"required": ["result"]}, {"required": ["error"]}]}},
+        {"required": ["id", "result"], "not": {"anyOf": [{"required": ["method"]}, {"required": ["error"]}]}},
+        {"required": ["id", "error"], "not": {"anyOf": [{"required": ["method"]}, {"required": ["result"]}]}}]}]
+    jsonrpc = SchemaField({"type": "string", "const": "2.0"})
+    id = SchemaField({"type": ["string", "integer"]}, required=False)
+    method = SchemaField({"type": "string"}, required=False)
+    params = SchemaField({"type": "object"}, required=False)
+    result = SchemaField({"type": "object"}, required=False)
+    error = SchemaField({"type": "object", "required": ["code", "message"],
+                         "properties": {"code": {"type": "integer"}, "message": {"type": "string"}}}, required=False)
+
+
 class McpView(APIView):
     """The JSON-RPC body is read raw (no DRF parser), after the origin and bearer checks."""
 
@@ -50,7 +68,7 @@ class McpView(APIView):
 
     @extend_schema(
         summary="MCP over Streamable HTTP: one JSON-RPC request per POST (tools/list, tools/call, ...)",
-        request=_JsonRpc, responses={200: _JsonRpc, 202: None, 400: _JsonRpc, 401: ErrorSerializer,
+        request={"application/json": JsonRpcRequestSerializer}, responses={200: _JsonRpc, 202: None, 400: _JsonRpc, 401: ErrorSerializer,
                                      403: ErrorSerializer, 413: ErrorSerializer, 422: ErrorSerializer},
         examples=[OpenApiExample("List the tools", request_only=True, value={
             "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
