@@ -134,11 +134,34 @@ def breaks_a_stated_rule(case) -> str | None:
     at most 5 levels and 16 nodes), which also hold in the scopes other routes share with it."""
     import jsonschema
 
-    rules = case.operation.definition.raw.get("x-query-rules")
-    if rules is not None and not jsonschema.Draft202012Validator(rules).is_valid(dict(case.query or {})):
-        return "x-query-rules"
-    body = case.body if isinstance(case.body, (dict, list)) else None
-    return _search_spec_rule_broken(body) if body is not None else None
+    from memseek_site.openapi import ISSUED_BY_SERVER, QUERY_RULES
+
+    definition = case.operation.definition.raw
+    query = dict(case.query or {})
+    rules = definition.get(QUERY_RULES)
+    if rules is not None and not jsonschema.Draft202012Validator(rules).is_valid(query):
+        return QUERY_RULES
+    issued = {parameter["name"] for parameter in definition.get("parameters", []) if parameter.get(ISSUED_BY_SERVER)}
+    if issued & set(query):
+        return f"{ISSUED_BY_SERVER} parameter"
+    body = case.body if isinstance(case.body, dict) else {}
+    if _dates_out_of_order({**query, **body}):
+        return "after is not past before"
+    return _search_spec_rule_broken(body)
+
+
+def _dates_out_of_order(members: dict) -> bool:
+    """The memory routes' ``after``/``before`` (dates or times) with ``after`` past ``before``."""
+    from memseek_site.errors import ApiError
+    from retrieval_app.memory.dates import parse_window
+
+    if not (isinstance(members.get("after"), str) and isinstance(members.get("before"), str)):
+        return False
+    try:
+        parse_window(members["after"], members["before"])
+    except ApiError as error:
+        return error.code == "date_order"
+    return False
 
 
 def _search_spec_rule_broken(node) -> str | None:
@@ -247,6 +270,21 @@ def _print_report(report: FuzzReport) -> None:
         print(report.failure_summary())
 
 
+def _django_ready() -> None:
+    """The rule checks read the project's own constants; run as a script, set Django up first."""
+    import os
+
+    import django
+    from django.conf import settings
+
+    root = str(Path(__file__).resolve().parent.parent)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    if not settings.configured:
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memseek_site.settings")
+        django.setup()
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="schemathesis over every operation of a running Memseek")
     parser.add_argument("--url", required=True, help="base URL of the server, e.g. http://127.0.0.1:8000")
@@ -257,6 +295,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--operation", action="append", help="only this operation (e.g. 'POST /search'); repeatable")
     parser.add_argument("--out", type=Path, help="write the report as JSON here")
     args = parser.parse_args(argv)
+    _django_ready()
     report = fuzz_live(args.url.rstrip("/"), args.key, examples=args.examples, seed=args.seed,
                        modes=tuple(args.mode) if args.mode else MODES,
                        operations=tuple(args.operation) if args.operation else None)

@@ -14,6 +14,9 @@ from .json_body import BIGINT_MAX, BIGINT_MIN
 # character, so no JSON Schema string holds one; a class naming the surrogate range would only
 # confuse generators (schemathesis then produced strings outside the pattern).
 STORABLE_TEXT = "^[^\\u0000]*$"
+# Marks a query parameter whose value must come from an earlier response (a cursor naming an entry
+# of the listing the other parameters select); no schema can say which values those are.
+ISSUED_BY_SERVER = "x-issued-by-server"
 # An operation's rules between its query parameters, which OpenAPI parameters cannot state one by
 # one: a JSON Schema over the object of the query's parameters (``dependentRequired``, ...).
 QUERY_RULES = "x-query-rules"

@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from catalog_app.api.reads import RecordDereferenceSerializer
+from catalog_app.bm25_terms import TERM_CHARACTER
 from catalog_app.api.schema import ErrorSerializer, SchemaField, closed_request
 from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
@@ -42,13 +43,11 @@ class LexicalJSONParser(StrictJSONParser):
 
 # The scope is the SearchSpec's (``parse_scope``), documented by the SearchSpec JSON Schema.
 _SEARCH_SCOPE = {"$ref": "#/components/schemas/SearchSpec.scope"}
-# At least one bm25_v1 term (catalog_app.bm25_terms), else 400 lexical_query_terms.
-_HAS_TERM = r"[^\W_]"
 
 
 @closed_request
 class LexicalQuerySerializer(serializers.Serializer):
-    text = SchemaField({**string_schema(max_length=memseek_setting("MAX_QUERY_CHARS")), "pattern": _HAS_TERM},
+    text = SchemaField({**string_schema(max_length=memseek_setting("MAX_QUERY_CHARS")), "pattern": TERM_CHARACTER},
                        help_text="At least one bm25_v1 term (a run of letters or digits).")
     limit = SchemaField(int_schema(minimum=1, maximum=request.MAX_LIMIT, default=request.DEFAULT_LIMIT),
                         required=False)

@@ -10,7 +10,8 @@ from memseek_site.conf import memseek_setting
 from memseek_site.parsing import string_schema
 
 from . import brief_request
-from .api import MemoryHitSerializer
+from .addresses import path_schema
+from .api import DATE_BOUND, MemoryHitSerializer
 from .brief import memory_search
 
 
@@ -22,12 +23,12 @@ class MemorySearchRequestSerializer(serializers.Serializer):
                         help_text="The question in plain words (at most MAX_QUERY_CHARS characters).")
     entity = SchemaField(string_schema(max_length=brief_request.ENTITY_CHARS), required=False,
                          help_text="Whose memory (default: everyone's).")
-    scope = SchemaField(string_schema(), required=False, help_text="A path prefix (passages/<collection>/<entity>, "
+    scope = SchemaField(path_schema(), required=False, help_text="A path prefix (passages/<collection>/<entity>, "
                         "facts/<collection>); with a scope the answer is the ranked list.")
-    before = serializers.CharField(required=False, help_text="YYYY-MM-DD (as of that day's end) or a full ISO time "
+    before = SchemaField(DATE_BOUND, required=False, help_text="YYYY-MM-DD (as of that day's end) or a full ISO time "
                                    "with a zone: nothing that occurred later is used, and date words in the "
                                    "question are read against it.")
-    after = serializers.CharField(required=False, help_text="YYYY-MM-DD or a full ISO time with a zone: only memory "
+    after = SchemaField(DATE_BOUND, required=False, help_text="YYYY-MM-DD or a full ISO time with a zone: only memory "
                                   "from then on; the answer is the ranked list.")
 
 
