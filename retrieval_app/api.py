@@ -193,9 +193,12 @@ class FeedbackView(APIView):
         return Response(payload, status=201 if created else 200)
 
 
-class EvaluateQuerySerializer(serializers.Serializer):
+class EvaluateQuerySerializer(RetrieveRequestSerializer):
+    """One graded query: with the retrieve target, a ``POST /retrieve`` body but raw, topN and
+    tokenBudget (evaluation sets them); with a view target, ``EVALUATE_VIEW_QUERY_KEYS`` only."""
+
+    raw = topN = tokenBudget = None
     id = SchemaField(string_schema(max_length=evaluate_request.ID_CHARS), required=False)
-    query = SchemaField(string_schema(max_length=memseek_setting("MAX_QUERY_CHARS")))
     relevant = SchemaField({
         "type": "object", "minProperties": 1, "maxProperties": evaluate_request.MAX_RELEVANT,
         "propertyNames": {"format": "uuid"},
@@ -205,16 +208,32 @@ class EvaluateQuerySerializer(serializers.Serializer):
     parameters = SchemaField({"type": "object"}, required=False, help_text="View target only: view parameters.")
 
 
+EVALUATE_VIEW_QUERY_KEYS = ["id", "query", "relevant", "parameters", "entity"]
+
+
 @closed_request
 class EvaluateRequestSerializer(serializers.Serializer):
+    cross_member_rules = [{
+        "if": {"required": ["target"], "properties": {"target": {"type": "object"}}},
+        "then": {"properties": {"queries": {"items": {"propertyNames": {"enum": EVALUATE_VIEW_QUERY_KEYS},
+                                                      "not": {"required": ["entity", "parameters"],
+                                                              "properties": {"parameters": {"required": ["entity"]}}}}}}},
+        "else": {"properties": {"queries": {"items": {"not": {"required": ["parameters"]}}}}},
+        "description": "parameters (and nothing of /retrieve but entity) with a view target only"}]
     queries = EvaluateQuerySerializer(many=True, min_length=1, max_length=evaluate_request.MAX_QUERIES,
                                       help_text="1 to 100 queries. With the retrieve target each "
                                       "may carry POST /retrieve fields (entity, collections, mode, ...) except raw, "
                                       "topN and tokenBudget.")
     k = SchemaField(int_schema(minimum=1, maximum=evaluate_request.MAX_K, default=evaluate_request.DEFAULT_K),
                     required=False)
-    target = serializers.JSONField(required=False, help_text='"retrieve" (default) or {view, parameters?, '
-                                   'queryParameter?: "task"}.')
+    target = SchemaField({"anyOf": [
+        {"const": "retrieve"},
+        {"type": "object", "additionalProperties": False, "required": ["view"], "properties": {
+            "view": string_schema(pattern=PUBLIC_NAME),
+            "parameters": {"type": "object", "not": {"required": [evaluate_request.DEFAULT_QUERY_PARAMETER]}},
+            "queryParameter": string_schema()}}]}, required=False,
+        help_text='"retrieve" (default) or {view, parameters?, queryParameter?: "task"}; queryParameter is '
+                  'filled by each query\'s text, so parameters may not name it.')
 
 
 _Evaluation = inline_serializer("Evaluation", {

@@ -14,6 +14,8 @@ A method other than POST is ``405 method_not_allowed``.
 """
 from __future__ import annotations
 
+import json
+
 import anyio
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiExample, extend_schema, inline_serializer
@@ -107,8 +109,21 @@ def _body(request) -> bytes:
     raw = request.read(limit + 1)
     if len(raw) > limit:
         raise ApiError("body_too_large", f"The body is larger than {limit} bytes (MAX_BODY_BYTES).")
-    decode_json_body(raw)  # the REST body rules: syntax, depth, duplicate keys, NUL, ranges
-    return raw
+    message = decode_json_body(raw)  # the REST body rules: syntax, depth, duplicate keys, NUL, ranges
+    return json.dumps(message).encode() if _integral_ids(message) else raw
+
+
+def _integral_ids(message) -> bool:
+    """Turn an ``id`` or ``error.code`` written ``7.0`` into ``7`` (JSON Schema, and so the
+    document, counts it an integer; the SDK's models refuse it); True when anything changed."""
+    changed = False
+    if not isinstance(message, dict):
+        return changed
+    for holder, key in ((message, "id"), (message.get("error"), "code")):
+        if isinstance(holder, dict) and isinstance(holder.get(key), float) and holder[key].is_integer():
+            holder[key] = int(holder[key])
+            changed = True
+    return changed
 
 
 def _asgi_scope(request) -> dict:

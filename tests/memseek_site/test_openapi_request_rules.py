@@ -131,3 +131,32 @@ def test_query_parameters_state_the_readers_limits(db):
     assert context["x-query-rules"] == {"dependentRequired": {"fence_preamble": ["fence_tag"]}}
     ls = {p["name"]: p for p in document()["paths"]["/memory/ls"]["get"]["parameters"]}
     assert ls["cursor"]["x-issued-by-server"] is True
+
+
+def test_a_utc_offset_past_what_postgresql_stores_is_read_in_utc_not_a_500(api, catalog):
+    # schemathesis: occurred_before "...-16:06" (valid ISO 8601, PostgreSQL keeps offsets to 15:59)
+    # made the lexical scan's SQL fail with 500 internal_error.
+    body = {"contract_version": 1, "mode": "lexical", "query": {"text": "budget"},
+            "scope": {"occurred_before": "0454-08-29T15:56:44-16:06"}}
+    response = api.post("/search/lexical", body, format="json")
+    assert response.status_code == 200, response.json()
+    assert response.json()["scope"]["occurred_before"] == "0454-08-30T08:02:44+00:00"
+
+
+def test_evaluate_target_and_per_query_keys_follow_the_target(db):
+    schema = body_schema("post", "/evaluate")
+    relevant = {"7d444840-9dc0-11d1-b245-5ffdce74fad2": 1}
+    assert not valid(schema, {"queries": [{"query": "q", "relevant": relevant}], "target": None})
+    assert not valid(schema, {"queries": [{"query": "q", "relevant": relevant, "parameters": {}}]})
+    assert not valid(schema, {"queries": [{"query": "q", "relevant": relevant, "topN": 5}]})
+    view = {"view": "customer_context"}
+    assert valid(schema, {"queries": [{"query": "q", "relevant": relevant, "parameters": {}}], "target": view})
+    assert not valid(schema, {"queries": [{"query": "q", "relevant": relevant, "mode": "assisted"}], "target": view})
+
+
+def test_an_integral_float_json_rpc_id_is_an_integer(api, catalog):
+    # schemathesis: id -1019721.0 (an integer by JSON Schema) was refused by the MCP SDK with 400.
+    response = api.post("/mcp", {"jsonrpc": "2.0", "id": 7.0, "method": "tools/list"}, format="json",
+                        HTTP_ACCEPT="application/json, text/event-stream")
+    assert response.status_code == 200, response.content
+    assert response.json()["id"] == 7
