@@ -42,6 +42,7 @@ def postprocess_transport_rules(result, generator, **kwargs):
             operation = path_item.get(method)
             if operation is None:
                 continue
+            _document_transport_answers(operation)
             for parameter in operation.get("parameters", []):
                 if parameter.get("in") in ("query", "path") and "schema" in parameter:
                     _apply(parameter["schema"], components, seen)
@@ -54,6 +55,16 @@ def postprocess_transport_rules(result, generator, **kwargs):
                         media["schema"] = _open_values_storable(media["schema"])
                         _apply(media["schema"], components, seen)
     return result
+
+
+def _document_transport_answers(operation: dict) -> None:
+    """Every route may answer an over-long URL (414 uri_too_long) and, when it takes a body, an
+    over-large one (413 body_too_large), before it runs; say so where it does not already."""
+    answers = operation.setdefault("responses", {})
+    envelope = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    answers.setdefault("414", {**envelope, "description": "uri_too_long: the request target passes MAX_URL_BYTES."})
+    if "requestBody" in operation:
+        answers.setdefault("413", {**envelope, "description": "body_too_large: the body passes MAX_BODY_BYTES."})
 
 
 def _apply(schema, components: dict, seen: set[int]) -> None:

@@ -22,7 +22,7 @@ from bench.schema_fuzz import fuzz_live
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "fixtures" / "catalogs" / "example"
-EXAMPLES_PER_OPERATION = 4
+EXAMPLES_PER_OPERATION = 3
 
 
 def _admin() -> dict:
