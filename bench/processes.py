@@ -54,7 +54,10 @@ class Server:
         self.log = tempfile.NamedTemporaryFile(prefix="memseek-bench-search-gunicorn-", suffix=".log", delete=False)
         self.command = [sys.executable, "-m", "gunicorn", "memseek_site.wsgi", "--bind", f"127.0.0.1:{self.port}",
                         "--workers", str(workers), "--worker-class", "sync", "--timeout", "300",
-                        "--backlog", "256", "--log-level", "warning"]
+                        "--backlog", "256", "--log-level", "warning",
+                        # As quickstart: the API's own MAX_URL_BYTES answers an over-long URL (414 in the
+                        # envelope), not gunicorn's 8,190-byte request-line limit (an HTML page).
+                        "--limit-request-line", "0"]
         self.process = subprocess.Popen(self.command, cwd=ROOT, env={**os.environ, **env}, stdout=self.log,
                                         stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 180

@@ -7,7 +7,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-_TERM = re.compile(r"[^\W_]+")
+# One character of a term: a letter or a digit.
+TERM_CHARACTER = r"[^\W_]"
+_TERM = re.compile(TERM_CHARACTER + "+")
 
 
 def bm25_tokens(text: str) -> list[str]:

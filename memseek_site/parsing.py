@@ -12,11 +12,61 @@ import math
 import re
 import uuid
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import datetime, timezone
 
 from .errors import ApiError, RequestError
 
 PUBLIC_NAME = re.compile(r"^[a-z][a-z0-9._-]{0,63}$")
+
+
+# --- The JSON Schema of what the readers accept, for the OpenAPI document -------------------------
+# Each helper states one reader's rule as a schema, beside the reader, so a route documents the
+# limits it passes to the reader instead of restating them.
+
+# The characters str.strip() removes (what ``parse_string`` calls blank): Python's ``\s`` holds
+# them all; ECMA-262's lacks U+001C-U+001F and U+0085, so they are named too.
+STRIP_SPACE = r"\s\x1c-\x1f\x85"
+NON_BLANK = f"[^{STRIP_SPACE}]"
+_END = r"(?![\s\S])"  # end of string in Python and ECMA-262 alike ($ also matches before a final newline)
+
+
+def schema_pattern(pattern: re.Pattern) -> str:
+    """``pattern`` as a JSON Schema pattern that, like the reader's ``fullmatch``, refuses a
+    trailing newline (``$`` alone matches before one)."""
+    return pattern.pattern.removesuffix("$") + _END
+
+
+def string_schema(*, max_length: int | None = None, pattern: re.Pattern | None = None,
+                  allow_blank: bool = False, **extra) -> dict:
+    """What ``parse_string`` accepts with these arguments."""
+    schema: dict = {"type": "string", **extra}
+    if pattern is not None:
+        schema["pattern"] = schema_pattern(pattern)
+    elif not allow_blank:
+        schema["pattern"] = NON_BLANK
+    if max_length is not None:
+        schema["maxLength"] = max_length
+    return schema
+
+
+def int_schema(*, minimum: int | None = None, maximum: int | None = None, **extra) -> dict:
+    """What ``parse_int`` (and ``query_int``) accepts with these bounds."""
+    schema: dict = {"type": "integer", **extra}
+    if minimum is not None:
+        schema["minimum"] = minimum
+    if maximum is not None:
+        schema["maximum"] = maximum
+    return schema
+
+
+def query_list_schema(pattern: re.Pattern, *, max_items: int = 100, **extra) -> dict:
+    """What ``query_list`` accepts: 1 to ``max_items`` comma-separated names matching ``pattern``
+    (surrounding whitespace and empty items ignored)."""
+    name = pattern.pattern.removeprefix("^").removesuffix("$")
+    space = f"[{STRIP_SPACE}]"
+    gaps = f"[{STRIP_SPACE},]*"
+    return {"type": "string", **extra,
+            "pattern": f"^{gaps}(?:{name}){space}*(?:,{gaps}(?:{name}){space}*){{0,{max_items - 1}}}{gaps}{_END}"}
 
 
 def at(path: str, key: str | int) -> str:
@@ -65,6 +115,10 @@ def parse_string(value, path: str, *, max_length: int | None = None, pattern: re
 
 def parse_int(value, path: str, *, minimum: int | None = None, maximum: int | None = None,
               code: str | None = None, error: type[ApiError] = RequestError) -> int:
+    """An integer; a number with no fractional part (``5.0``) is one too, as JSON Schema (and so
+    the OpenAPI document) counts it, and is returned as ``int``."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise fail(path, f"expected an integer, got {type_name(value)}", code, error=error)
     _check_range(value, path, minimum, maximum, code, error)
@@ -100,7 +154,7 @@ def parse_bool(value, path: str, *, code: str | None = None, error: type[ApiErro
 
 
 def parse_datetime(value, path: str, *, code: str | None = None, error: type[ApiError] = RequestError) -> datetime:
-    """An ISO 8601 timestamp that carries a timezone (``Z`` or ``z`` for UTC)."""
+    """An ISO 8601 timestamp that carries a timezone (``Z`` or ``z`` for UTC), returned in UTC."""
     if not isinstance(value, str):
         raise fail(path, f"expected an ISO 8601 timestamp string, got {type_name(value)}", code, error=error)
     try:
@@ -109,7 +163,13 @@ def parse_datetime(value, path: str, *, code: str | None = None, error: type[Api
         raise fail(path, f"{value!r} is not an ISO 8601 timestamp", code, error=error) from None
     if parsed.tzinfo is None or parsed.utcoffset() is None:
         raise fail(path, f"{value!r} has no timezone; add Z or an offset such as +00:00", code, error=error)
-    return parsed
+    # In UTC: PostgreSQL stores offsets up to 15:59 only, Python's go to 23:59 (schemathesis sent
+    # -16:06 and the scan's SQL failed with a 500).
+    try:
+        return parsed.astimezone(timezone.utc)
+    except OverflowError:
+        raise fail(path, f"{value!r} is outside years 1-9999 in UTC", code or "datetime_out_of_range",
+                   error=error) from None
 
 
 def parse_uuid(value, path: str, *, code: str | None = None, error: type[ApiError] = RequestError) -> uuid.UUID:

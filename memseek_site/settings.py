@@ -102,6 +102,13 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # 3.1: schemas are JSON Schema 2020-12, so a parser's own JSON Schema (the SearchSpec's) is
+    # the document's, conditionals and tuples included.
+    "OAS_VERSION": "3.1.0",
+    # Choice sets used under one name in several components (an evaluation query is a /retrieve body).
+    "ENUM_NAME_OVERRIDES": {"RetrievalModeEnum": "retrieval_app.request.MODES"},
+    "POSTPROCESSING_HOOKS": ["catalog_app.api.schema.postprocess_enums_outside_json_schemas",
+                             "memseek_site.openapi.postprocess_transport_rules"],
 }
 
 # Celery: with CELERY_BROKER_URL set, tasks go to real workers; unset, they run in-process

@@ -9,36 +9,62 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from catalog_app.api.schema import ErrorSerializer
-from memseek_site.parsing import parse_query, parse_uuid
+from catalog_app.api.schema import ErrorSerializer, SchemaField, closed_request
+from memseek_site.conf import memseek_setting
+from memseek_site.parsing import PUBLIC_NAME, int_schema, parse_query, parse_uuid, string_schema
 
+from . import evaluate_request, feedback
+from . import request as retrieve_request
 from .evaluation import evaluation_run
 from .feedback import receipt_feedback_create
 from .service import receipt_get, retrieve
+from .settings import MAX_BUDGET, MIN_BUDGET
 
 
+_NAMES = {"type": "array", "items": string_schema(pattern=PUBLIC_NAME), "minItems": 1, "maxItems": retrieve_request.MAX_LIST,
+          "uniqueItems": True}
+_TAG_SCALAR = {"type": ["string", "number", "boolean"]}
+
+
+@closed_request
 class RetrieveRequestSerializer(serializers.Serializer):
-    query = serializers.CharField(help_text="What to recall (required, at most MAX_QUERY_CHARS characters).")
-    entity = serializers.CharField(required=False, help_text="One entity; or send entities.")
-    entities = serializers.ListField(child=serializers.CharField(), required=False, max_length=100)
-    collections = serializers.ListField(child=serializers.CharField(), required=False, max_length=100,
-                                        help_text="Default: every collection of the workspace.")
-    types = serializers.ListField(child=serializers.CharField(), required=False, max_length=100)
-    tags = serializers.JSONField(required=False, help_text="{declared field: value | [values]}: eq / in "
-                                 "(contains_any on list fields); collections not declaring a field cannot match.")
-    agentId = serializers.CharField(required=False, help_text="Private records are visible to their owner only.")
-    topN = serializers.IntegerField(required=False, min_value=1, max_value=100, default=20)
-    tokenBudget = serializers.IntegerField(required=False, min_value=256, max_value=32000,
-                                           help_text="Default: the workspace setting retrieval.tokenBudget (4000).")
-    mode = serializers.ChoiceField(["assisted", "deterministic"], required=False, default="assisted")
+    """Documents ``retrieval_app.request.parse_retrieve_request`` with its own limits."""
+
+    cross_member_rules = [
+        {"not": {"required": ["entity", "entities"]}, "description": "entity or entities, not both"},
+        {"not": {"required": ["mode", "rerank"], "properties": {"mode": {"const": "deterministic"},
+                                                                "rerank": {"const": True}}},
+         "description": "mode deterministic never reranks (400 mode_conflict)"},
+    ]
+    query = SchemaField(string_schema(max_length=memseek_setting("MAX_QUERY_CHARS")),
+                        help_text="What to recall (required, at most MAX_QUERY_CHARS characters).")
+    entity = SchemaField(string_schema(max_length=retrieve_request.ENTITY_CHARS), required=False,
+                         help_text="One entity; or send entities.")
+    entities = SchemaField({**_NAMES, "items": string_schema(max_length=retrieve_request.ENTITY_CHARS)}, required=False)
+    collections = SchemaField(_NAMES, required=False, help_text="Default: every collection of the workspace.")
+    types = SchemaField(_NAMES, required=False)
+    tags = SchemaField({"type": "object", "maxProperties": retrieve_request.MAX_TAG_FIELDS,
+                        "propertyNames": string_schema(pattern=PUBLIC_NAME),
+                        "additionalProperties": {"anyOf": [_TAG_SCALAR, {"type": "array", "minItems": 1,
+                                                                         "maxItems": retrieve_request.MAX_LIST,
+                                                                         "items": _TAG_SCALAR}]}},
+                       required=False, help_text="{declared field: value | [values]}: eq / in (contains_any on "
+                       "list fields); collections not declaring a field cannot match.")
+    agentId = SchemaField(string_schema(max_length=retrieve_request.AGENT_CHARS), required=False,
+                          help_text="Private records are visible to their owner only.")
+    topN = SchemaField(int_schema(minimum=1, maximum=retrieve_request.MAX_TOP_N, default=retrieve_request.DEFAULT_TOP_N), required=False)
+    tokenBudget = SchemaField(int_schema(minimum=MIN_BUDGET, maximum=MAX_BUDGET), required=False,
+                              help_text="Default: the workspace setting retrieval.tokenBudget (4000).")
+    mode = SchemaField({"type": "string", "enum": list(retrieve_request.MODES), "default": "assisted"}, required=False)
     rerank = serializers.BooleanField(required=False, default=False,
                                       help_text="Rerank with the cheap model (assisted mode only; else 400).")
     raw = serializers.BooleanField(required=False, default=False,
                                    help_text="Skip the score floor and the budget; topN is honoured literally.")
     includeSuperseded = serializers.BooleanField(required=False, default=False)
     excludeSuperseded = serializers.BooleanField(required=False, help_text="Accepted for compatibility; ignored.")
-    asOf = serializers.DateTimeField(required=False, help_text="Slice the store at this instant.")
-    asOfAxis = serializers.ChoiceField(["valid", "transaction"], required=False, default="valid")
+    asOf = SchemaField({"type": "string", "format": "date-time"}, required=False,
+                       help_text="Slice the store at this instant.")
+    asOfAxis = SchemaField({"type": "string", "enum": list(retrieve_request.AXES), "default": "valid"}, required=False)
     explain = serializers.BooleanField(required=False, default=False)
 
 
@@ -120,17 +146,21 @@ class ReceiptView(APIView):
         return Response(receipt_get(workspace=request.auth, receipt_id=parse_uuid(id, "id", code="invalid_id")))
 
 
+@closed_request
 class FeedbackRequestSerializer(serializers.Serializer):
-    outcome = serializers.ChoiceField(["success", "failure", "partial", "irrelevant"])
-    score = serializers.FloatField(required=False, min_value=0, max_value=1,
-                                   help_text="Default: success 1, partial 0.5, failure 0, irrelevant 0.")
-    recordIds = serializers.ListField(child=serializers.UUIDField(), required=False, min_length=1, max_length=1000,
-                                      help_text="Delivered records of the receipt the outcome is about (default: "
-                                      "every delivered record); others are 422 record_not_in_receipt.")
-    comment = serializers.CharField(required=False, max_length=2000, allow_blank=True)
-    dedupeKey = serializers.CharField(required=False, max_length=200,
-                                      help_text="Per receipt: the same key and payload is idempotent; a different "
-                                      "payload is 409 dedupe_conflict.")
+    """Documents ``retrieval_app.feedback.parse_feedback_request`` with its own limits."""
+
+    outcome = SchemaField({"type": "string", "enum": list(feedback.OUTCOME_SCORES)})
+    score = SchemaField({"type": "number", "minimum": 0, "maximum": 1}, required=False,
+                        help_text="Default: success 1, partial 0.5, failure 0, irrelevant 0.")
+    recordIds = SchemaField({"type": "array", "items": {"type": "string", "format": "uuid"}, "minItems": 1,
+                             "maxItems": feedback.MAX_RECORD_IDS, "uniqueItems": True}, required=False,
+                            help_text="Delivered records of the receipt the outcome is about (default: every "
+                            "delivered record); others are 422 record_not_in_receipt.")
+    comment = SchemaField(string_schema(max_length=feedback.COMMENT_CHARS, allow_blank=True), required=False)
+    dedupeKey = SchemaField(string_schema(max_length=feedback.DEDUPE_CHARS), required=False,
+                            help_text="Per receipt: the same key and payload is idempotent; a different "
+                            "payload is 409 dedupe_conflict.")
 
 
 class FeedbackSerializer(serializers.Serializer):
@@ -163,21 +193,47 @@ class FeedbackView(APIView):
         return Response(payload, status=201 if created else 200)
 
 
-class EvaluateQuerySerializer(serializers.Serializer):
-    id = serializers.CharField(required=False, max_length=200)
-    query = serializers.CharField()
-    relevant = serializers.DictField(child=serializers.IntegerField(min_value=0),
-                                     help_text="{record id: grade}; at least one grade >= 1.")
-    parameters = serializers.JSONField(required=False, help_text="View target only: view parameters.")
+class EvaluateQuerySerializer(RetrieveRequestSerializer):
+    """One graded query: with the retrieve target, a ``POST /retrieve`` body but raw, topN and
+    tokenBudget (evaluation sets them); with a view target, ``EVALUATE_VIEW_QUERY_KEYS`` only."""
+
+    raw = topN = tokenBudget = None
+    id = SchemaField(string_schema(max_length=evaluate_request.ID_CHARS), required=False)
+    relevant = SchemaField({
+        "type": "object", "minProperties": 1, "maxProperties": evaluate_request.MAX_RELEVANT,
+        "propertyNames": {"format": "uuid"},
+        "additionalProperties": int_schema(minimum=0, maximum=evaluate_request.MAX_GRADE),
+        "not": {"additionalProperties": {"maximum": 0}}}, help_text="{record id: grade 0-100}; at least one "
+        "grade >= 1.")
+    parameters = SchemaField({"type": "object"}, required=False, help_text="View target only: view parameters.")
 
 
+EVALUATE_VIEW_QUERY_KEYS = ["id", "query", "relevant", "parameters", "entity"]
+
+
+@closed_request
 class EvaluateRequestSerializer(serializers.Serializer):
-    queries = EvaluateQuerySerializer(many=True, help_text="1 to 100 queries. With the retrieve target each "
+    cross_member_rules = [{
+        "if": {"required": ["target"], "properties": {"target": {"type": "object"}}},
+        "then": {"properties": {"queries": {"items": {"propertyNames": {"enum": EVALUATE_VIEW_QUERY_KEYS},
+                                                      "not": {"required": ["entity", "parameters"],
+                                                              "properties": {"parameters": {"required": ["entity"]}}}}}}},
+        "else": {"properties": {"queries": {"items": {"not": {"required": ["parameters"]}}}}},
+        "description": "parameters (and nothing of /retrieve but entity) with a view target only"}]
+    queries = EvaluateQuerySerializer(many=True, min_length=1, max_length=evaluate_request.MAX_QUERIES,
+                                      help_text="1 to 100 queries. With the retrieve target each "
                                       "may carry POST /retrieve fields (entity, collections, mode, ...) except raw, "
                                       "topN and tokenBudget.")
-    k = serializers.IntegerField(required=False, min_value=1, max_value=100, default=10)
-    target = serializers.JSONField(required=False, help_text='"retrieve" (default) or {view, parameters?, '
-                                   'queryParameter?: "task"}.')
+    k = SchemaField(int_schema(minimum=1, maximum=evaluate_request.MAX_K, default=evaluate_request.DEFAULT_K),
+                    required=False)
+    target = SchemaField({"anyOf": [
+        {"const": "retrieve"},
+        {"type": "object", "additionalProperties": False, "required": ["view"], "properties": {
+            "view": string_schema(pattern=PUBLIC_NAME),
+            "parameters": {"type": "object", "not": {"required": [evaluate_request.DEFAULT_QUERY_PARAMETER]}},
+            "queryParameter": string_schema()}}]}, required=False,
+        help_text='"retrieve" (default) or {view, parameters?, queryParameter?: "task"}; queryParameter is '
+                  'filled by each query\'s text, so parameters may not name it.')
 
 
 _Evaluation = inline_serializer("Evaluation", {

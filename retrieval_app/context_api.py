@@ -11,8 +11,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from catalog_app.api.schema import ErrorSerializer
-from memseek_site.parsing import PUBLIC_NAME, parse_query, query_int, query_list
+from memseek_site.conf import memseek_setting
+from memseek_site.openapi import QUERY_RULES
+from memseek_site.parsing import PUBLIC_NAME, int_schema, parse_query, query_int, query_list, query_list_schema, \
+    string_schema
 
+from . import context
 from .context import context_build
 
 _PARAMETERS = ("entity", "task", "budget", "collections", "fence_tag", "fence_preamble")
@@ -50,17 +54,20 @@ class ContextView(APIView):
         description="Sections document (30%), search (40%) and recent (30%) of the budget, unused budget "
                     "spilling forward; whole rows only, each row once; emitted rows are touched.",
         parameters=[
-            OpenApiParameter("entity", OpenApiTypes.STR, required=True, description="Whose memory; not *."),
-            OpenApiParameter("task", OpenApiTypes.STR, required=True,
+            OpenApiParameter("entity", {**string_schema(max_length=context.ENTITY_CHARS), "not": {"const": "*"}},
+                             required=True, description="Whose memory; not *."),
+            OpenApiParameter("task", string_schema(max_length=memseek_setting("MAX_QUERY_CHARS")), required=True,
                              description="What the context is for; the search query (at most MAX_QUERY_CHARS)."),
-            OpenApiParameter("budget", OpenApiTypes.INT, required=True,
-                             description="cl100k tokens, 1..MODEL_CONTEXT_TOKENS, fence included."),
-            OpenApiParameter("collections", OpenApiTypes.STR, description="Comma-separated collection names."),
-            OpenApiParameter("fence_tag", OpenApiTypes.STR, description="Wrap the rows in this element."),
-            OpenApiParameter("fence_preamble", OpenApiTypes.STR,
+            OpenApiParameter("budget", int_schema(minimum=1, maximum=memseek_setting("MODEL_CONTEXT_TOKENS")),
+                             required=True, description="cl100k tokens, 1..MODEL_CONTEXT_TOKENS, fence included."),
+            OpenApiParameter("collections", query_list_schema(PUBLIC_NAME),
+                             description="Comma-separated collection names."),
+            OpenApiParameter("fence_tag", string_schema(pattern=PUBLIC_NAME), description="Wrap the rows in this element."),
+            OpenApiParameter("fence_preamble", string_schema(max_length=context.MAX_FENCE_PREAMBLE),
                              description="A line of prose before the element (at most 512 characters); "
                                          "needs fence_tag."),
         ],
+        extensions={QUERY_RULES: {"dependentRequired": {"fence_preamble": ["fence_tag"]}}},
         responses={200: ContextResponseSerializer, 401: ErrorSerializer, 409: ErrorSerializer,
                    422: ErrorSerializer, 503: ErrorSerializer})
     def get(self, request):

@@ -15,7 +15,8 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memseek_site.parsing import PUBLIC_NAME, fail, parse_query, parse_string, parse_uuid, query_int, query_list
+from memseek_site.parsing import PUBLIC_NAME, fail, int_schema, parse_query, parse_string, parse_uuid, query_int, \
+    query_list, query_list_schema, string_schema
 
 from .. import selectors
 from .schema import ErrorSerializer
@@ -251,10 +252,12 @@ def _param(name: str, description: str, *, required: bool = False, type_=OpenApi
                             **kwargs)
 
 
-_ENTITY = _param("entity", "Whose memory (at most 255 characters).", required=True)
-_LIMIT = _param("limit", "Page size, 1..100 (default 100).", type_=OpenApiTypes.INT)
+_ENTITY = _param("entity", "Whose memory (at most 255 characters).", required=True,
+                 type_=string_schema(max_length=ENTITY_CHARS))
+_LIMIT = _param("limit", "Page size, 1..100 (default 100).", type_=int_schema(minimum=1, maximum=PAGE_LIMIT))
 _BEFORE_SEQ = _param("before_seq", "Only rows with a lower seq (the previous page's next_before_seq).",
-                     type_=OpenApiTypes.INT)
+                     type_=int_schema(minimum=1))
+_NAMES = query_list_schema(PUBLIC_NAME)
 _ERRORS = {401: ErrorSerializer, 422: ErrorSerializer}
 
 
@@ -281,8 +284,9 @@ class TimelineView(APIView):
         operation_id="timeline_list", summary="An entity's records, newest first",
         parameters=[
             _ENTITY,
-            _param("collections", "Comma-separated collection names."),
-            _param("types", "Comma-separated record types."),
+            _param("collections", "Comma-separated collection names (_system needs include_system=true).",
+                   type_=_NAMES),
+            _param("types", "Comma-separated record types.", type_=_NAMES),
             _param("status", "Lane to read (default active).", enum=["active", "draft", "all"]),
             _LIMIT, _BEFORE_SEQ,
             _param("include_system", "Include the _system collection (default false).", type_=OpenApiTypes.BOOL),
@@ -305,7 +309,7 @@ class DocumentView(APIView):
                     "are listed under retractions. Never partial: too many rows or bytes is 409.",
         parameters=[
             _ENTITY,
-            _param("collections", "Comma-separated collection names."),
+            _param("collections", "Comma-separated collection names.", type_=_NAMES),
             _param("status", "Lane to read (default active).", enum=["active", "draft"]),
         ],
         responses={200: DocumentSerializer, 409: ErrorSerializer, **_ERRORS})
@@ -322,8 +326,9 @@ class DocumentHistoryView(APIView):
         operation_id="document_history_list", summary="Every version of one keyed slot, newest first",
         parameters=[
             _ENTITY,
-            _param("collection", "Collection name.", required=True),
-            _param("key", "Slot key (at most 128 characters).", required=True),
+            _param("collection", "Collection name.", required=True, type_=string_schema(pattern=PUBLIC_NAME)),
+            _param("key", "Slot key (at most 128 characters).", required=True,
+                   type_=string_schema(max_length=KEY_CHARS)),
             _LIMIT, _BEFORE_SEQ,
         ],
         responses={200: DocumentHistorySerializer, 409: ErrorSerializer, **_ERRORS})

@@ -12,11 +12,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from catalog_app.api.reads import RecordDereferenceSerializer
-from catalog_app.api.schema import ErrorSerializer
+from catalog_app.bm25_terms import TERM_CHARACTER
+from catalog_app.api.schema import ErrorSerializer, SchemaField, closed_request
+from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
 from memseek_site.json_body import StrictJSONParser
+from memseek_site.parsing import PUBLIC_NAME, int_schema, string_schema
 
-from .request import DEFAULT_LIMIT, DEFAULT_SCAN_BYTES_LIMIT, DEFAULT_SCAN_LIMIT, MAX_LIMIT
+from . import request
 from .service import lexical_search
 from .slots import RetrievalBusy
 
@@ -38,40 +41,35 @@ class LexicalJSONParser(StrictJSONParser):
             raise error.relocated(error.path, code="lexical_request") from None
 
 
-class LexicalScopeSerializer(serializers.Serializer):
-    collections = serializers.ListField(child=serializers.CharField(), required=False,
-                                        help_text="Default: every collection of the workspace.")
-    collection_versions = serializers.DictField(child=serializers.ListField(child=serializers.IntegerField()),
-                                                required=False)
-    entities = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True)
-    types = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True)
-    status = serializers.CharField(required=False, default="active", help_text="active (default), draft or all.")
-    keyed = serializers.JSONField(required=False, help_text="true, false or \"any\" (default).")
-    versions = serializers.CharField(required=False, default="current",
-                                     help_text="current (default: the newest row of each keyed lane) or all.")
-    occurred_after = serializers.DateTimeField(required=False)
-    occurred_before = serializers.DateTimeField(required=False)
-    depth_lte = serializers.IntegerField(required=False, min_value=0)
+# The scope is the SearchSpec's (``parse_scope``), documented by the SearchSpec JSON Schema.
+_SEARCH_SCOPE = {"$ref": "#/components/schemas/SearchSpec.scope"}
 
 
+@closed_request
 class LexicalQuerySerializer(serializers.Serializer):
-    text = serializers.CharField(help_text="At least one bm25_v1 term (a run of letters or digits).")
-    limit = serializers.IntegerField(required=False, min_value=1, max_value=MAX_LIMIT, default=DEFAULT_LIMIT)
-    scan_limit = serializers.IntegerField(required=False, min_value=1, default=DEFAULT_SCAN_LIMIT,
-                                          help_text="Source rows to admit; at most LEXICAL_SCAN_ROWS_MAX.")
-    scan_bytes_limit = serializers.IntegerField(required=False, min_value=1, default=DEFAULT_SCAN_BYTES_LIMIT,
-                                                help_text="Source bytes to admit; at most LEXICAL_SCAN_BYTES_MAX.")
-    after = serializers.UUIDField(required=False, allow_null=True,
-                                  help_text="Exclusive source-row cursor: the previous page's next_after.")
-    type = serializers.CharField(required=False, allow_null=True, help_text="One record type.")
-    tag = serializers.CharField(required=False, allow_null=True,
-                                help_text="A value of the collection's declared `tags` field.")
+    text = SchemaField({**string_schema(max_length=memseek_setting("MAX_QUERY_CHARS")), "pattern": TERM_CHARACTER},
+                       help_text="At least one bm25_v1 term (a run of letters or digits).")
+    limit = SchemaField(int_schema(minimum=1, maximum=request.MAX_LIMIT, default=request.DEFAULT_LIMIT),
+                        required=False)
+    scan_limit = SchemaField(int_schema(minimum=1, maximum=memseek_setting("LEXICAL_SCAN_ROWS_MAX"),
+                                        default=request.DEFAULT_SCAN_LIMIT), required=False,
+                             help_text="Source rows to admit; at most LEXICAL_SCAN_ROWS_MAX.")
+    scan_bytes_limit = SchemaField(int_schema(minimum=1, maximum=memseek_setting("LEXICAL_SCAN_BYTES_MAX"),
+                                              default=request.DEFAULT_SCAN_BYTES_LIMIT), required=False,
+                                   help_text="Source bytes to admit; at most LEXICAL_SCAN_BYTES_MAX.")
+    after = SchemaField({"type": ["string", "null"], "format": "uuid"}, required=False,
+                        help_text="Exclusive source-row cursor: the previous page's next_after.")
+    type = SchemaField({**string_schema(pattern=PUBLIC_NAME), "type": ["string", "null"]}, required=False,
+                       help_text="One record type.")
+    tag = SchemaField({**string_schema(max_length=request.TAG_CHARS), "type": ["string", "null"]}, required=False,
+                      help_text="A value of the collection's declared `tags` field.")
 
 
+@closed_request
 class LexicalRequestSerializer(serializers.Serializer):
-    contract_version = serializers.ChoiceField([1])
-    mode = serializers.ChoiceField(["lexical"])
-    scope = LexicalScopeSerializer()
+    contract_version = SchemaField({"type": "integer", "const": request.CONTRACT_VERSION})
+    mode = SchemaField({"type": "string", "const": request.MODE})
+    scope = SchemaField(_SEARCH_SCOPE)
     query = LexicalQuerySerializer()
 
 

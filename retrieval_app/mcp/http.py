@@ -14,6 +14,8 @@ A method other than POST is ``405 method_not_allowed``.
 """
 from __future__ import annotations
 
+import json
+
 import anyio
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiExample, extend_schema, inline_serializer
@@ -21,7 +23,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from rest_framework import serializers
 from rest_framework.views import APIView
 
-from catalog_app.api.schema import ErrorSerializer
+from catalog_app.api.schema import ErrorSerializer, SchemaField, closed_request
 from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
 from memseek_site.json_body import decode_json_body
@@ -37,6 +39,24 @@ _JsonRpc = inline_serializer("JsonRpcMessage", {
     "result": serializers.JSONField(required=False), "error": serializers.JSONField(required=False)})
 
 
+@closed_request
+class JsonRpcRequestSerializer(serializers.Serializer):
+    """One JSON-RPC 2.0 message as the MCP SDK reads it: a request (method and id), a
+    notification (method, no id) or a response to the server (id with result or error)."""
+
+    cross_member_rules = [{"oneOf": [
+        {"required": ["method"], "not": {"anyOf": [{"required": ["result"]}, {"required": ["error"]}]}},
+        {"required": ["id", "result"], "not": {"anyOf": [{"required": ["method"]}, {"required": ["error"]}]}},
+        {"required": ["id", "error"], "not": {"anyOf": [{"required": ["method"]}, {"required": ["result"]}]}}]}]
+    jsonrpc = SchemaField({"type": "string", "const": "2.0"})
+    id = SchemaField({"type": ["string", "integer"]}, required=False)
+    method = SchemaField({"type": "string"}, required=False)
+    params = SchemaField({"type": "object"}, required=False)
+    result = SchemaField({"type": "object"}, required=False)
+    error = SchemaField({"type": "object", "required": ["code", "message"],
+                         "properties": {"code": {"type": "integer"}, "message": {"type": "string"}}}, required=False)
+
+
 class McpView(APIView):
     """The JSON-RPC body is read raw (no DRF parser), after the origin and bearer checks."""
 
@@ -50,7 +70,7 @@ class McpView(APIView):
 
     @extend_schema(
         summary="MCP over Streamable HTTP: one JSON-RPC request per POST (tools/list, tools/call, ...)",
-        request=_JsonRpc, responses={200: _JsonRpc, 202: None, 400: _JsonRpc, 401: ErrorSerializer,
+        request={"application/json": JsonRpcRequestSerializer}, responses={200: _JsonRpc, 202: None, 400: _JsonRpc, 401: ErrorSerializer,
                                      403: ErrorSerializer, 413: ErrorSerializer, 422: ErrorSerializer},
         examples=[OpenApiExample("List the tools", request_only=True, value={
             "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
@@ -89,8 +109,21 @@ def _body(request) -> bytes:
     raw = request.read(limit + 1)
     if len(raw) > limit:
         raise ApiError("body_too_large", f"The body is larger than {limit} bytes (MAX_BODY_BYTES).")
-    decode_json_body(raw)  # the REST body rules: syntax, depth, duplicate keys, NUL, ranges
-    return raw
+    message = decode_json_body(raw)  # the REST body rules: syntax, depth, duplicate keys, NUL, ranges
+    return json.dumps(message).encode() if _integral_ids(message) else raw
+
+
+def _integral_ids(message) -> bool:
+    """Turn an ``id`` or ``error.code`` written ``7.0`` into ``7`` (JSON Schema, and so the
+    document, counts it an integer; the SDK's models refuse it); True when anything changed."""
+    changed = False
+    if not isinstance(message, dict):
+        return changed
+    for holder, key in ((message, "id"), (message.get("error"), "code")):
+        if isinstance(holder, dict) and isinstance(holder.get(key), float) and holder[key].is_integer():
+            holder[key] = int(holder[key])
+            changed = True
+    return changed
 
 
 def _asgi_scope(request) -> dict:

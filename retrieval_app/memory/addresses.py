@@ -25,7 +25,7 @@ import uuid
 from dataclasses import dataclass
 
 from memseek_site.errors import ApiError, RequestError
-from memseek_site.parsing import PUBLIC_NAME
+from memseek_site.parsing import PUBLIC_NAME, schema_pattern
 
 KINDS = ("passages", "facts")
 _ENTITY_CHARS = 255
@@ -136,6 +136,32 @@ def parse_path(text, *, field: str, complete: bool = False, kinds: tuple[str, ..
             "facts/<collection>/<entity>/<key>"
         raise _invalid(field, f"must name one {path.kind[:-1]}: {shape}")
     return path
+
+
+# --- The same grammar as a JSON Schema pattern, for the OpenAPI document ---------------------
+_SEGMENT_CHAR = r"(?:[^%/\x00-\x1f\x7f]|%(?:0[1-9A-Fa-f]|[1-7][0-9A-Fa-f]))"
+_LITERAL = r"[^%/\s\x00-\x1f\x7f\x85]"  # printable and not blank: a segment starts with one
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+
+
+def _text_segment(limit: int) -> str:
+    return f"{_LITERAL}{_SEGMENT_CHAR}{{0,{limit - 1}}}"
+
+
+def path_schema(*, complete: bool = False, kinds: tuple[str, ...] = KINDS, **extra) -> dict:
+    """What ``parse_path(..., complete=complete, kinds=kinds)`` accepts, as a string schema: its
+    segments, escapes and lengths (an entity or key segment is written starting with a printable
+    character, which the parser does not require: the document is the stricter side there)."""
+    collection = PUBLIC_NAME.pattern.removeprefix("^").removesuffix("$")
+    entity = _text_segment(_ENTITY_CHARS)
+    if complete:
+        leaves = {"passages": _UUID, "facts": _text_segment(_KEY_CHARS)}
+        body = "|".join(f"{kind}/{collection}/{entity}/{leaves[kind]}" for kind in kinds)
+        pattern = f"^(?:{body})/?$"
+    else:
+        roots = "|".join(kinds)
+        pattern = f"^(?:/?|(?:{roots})(?:/|/{collection}(?:/|/{entity}/?)?)?)$"
+    return {"type": "string", "maxLength": MAX_PATH_CHARS, **extra, "pattern": schema_pattern(re.compile(pattern))}
 
 
 def _checked_leaf(path: MemoryPath, field: str) -> MemoryPath:

@@ -12,8 +12,13 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from catalog_app.api.schema import ErrorSerializer
+from catalog_app.bm25_terms import TERM_CHARACTER as HAS_TERM
+from memseek_site.conf import memseek_setting
+from memseek_site.openapi import ISSUED_BY_SERVER
+from memseek_site.parsing import int_schema, schema_pattern, string_schema
 
-from . import params
+from . import dates, params, rows
+from .addresses import path_schema
 from .listing import memory_ls
 from .lookups import memory_around, memory_grep, memory_latest
 from .reads import memory_history, memory_read
@@ -114,17 +119,24 @@ class MemoryHistorySerializer(serializers.Serializer):
     next_cursor = serializers.CharField(allow_null=True)
 
 
-def _query(name: str, description: str, *, required: bool = False, kind=OpenApiTypes.STR) -> OpenApiParameter:
-    return OpenApiParameter(name, kind, OpenApiParameter.QUERY, required=required, description=description)
+def _query(name: str, description: str, schema: dict, *, required: bool = False, **extensions) -> OpenApiParameter:
+    return OpenApiParameter(name, schema, OpenApiParameter.QUERY, required=required, description=description,
+                            extensions=extensions or None)
 
 
+# A date bound of dates.parse_window: a calendar day, or a full time with a zone.
+DATE_BOUND = {"type": "string", "anyOf": [{"format": "date", "pattern": schema_pattern(dates.DAY)},
+                                     {"format": "date-time"}]}
 _PREFIX = _query("path", "A path prefix: passages/, passages/<collection>, passages/<collection>/<entity>, facts/... "
-                 "(default passages). Unknown collections and entities are 404 path_not_found.")
-_WINDOW = [_PREFIX, _query("entity", "Only this entity's passages."),
-           _query("after", "YYYY-MM-DD or an ISO time with zone: from then on."),
-           _query("before", "YYYY-MM-DD or an ISO time with zone: as of then (a day counts whole).")]
-_PAGE = [_query("limit", "Page size (default MEMORY_PAGE_LIMIT, at most MEMORY_MAX_PAGE).", kind=OpenApiTypes.INT),
-         _query("cursor", "next_cursor of the previous page.")]
+                 "(default passages). Unknown collections and entities are 404 path_not_found.", path_schema())
+_WINDOW = [_PREFIX, _query("entity", "Only this entity's passages.", string_schema(max_length=params.ENTITY_CHARS)),
+           _query("after", "YYYY-MM-DD or an ISO time with zone: from then on.", DATE_BOUND),
+           _query("before", "YYYY-MM-DD or an ISO time with zone: as of then (a day counts whole).", DATE_BOUND)]
+_LIMIT = _query("limit", "Page size (default MEMORY_PAGE_LIMIT, at most MEMORY_MAX_PAGE).",
+                int_schema(minimum=1, maximum=memseek_setting("MEMORY_MAX_PAGE")))
+_PAGE = [_LIMIT, _query("cursor", "next_cursor of the previous page.",
+                        {"type": "string", "pattern": schema_pattern(rows.CURSOR)}, **{ISSUED_BY_SERVER: True})]
+_AROUND = int_schema(minimum=0, maximum=memseek_setting("MEMORY_AROUND_MAX"))
 _ERRORS = {401: ErrorSerializer, 404: ErrorSerializer, 422: ErrorSerializer}
 
 
@@ -132,7 +144,9 @@ class MemoryGrepView(APIView):
     capability = "read"
 
     @extend_schema(summary="Passages holding an exact phrase, id or error code (case ignored), newest first",
-                   parameters=[_query("q", "The phrase (at most MEMORY_GREP_MAX_CHARS characters).", required=True),
+                   parameters=[_query("q", "The phrase (at most MEMORY_GREP_MAX_CHARS characters).",
+                                      {**string_schema(max_length=memseek_setting("MEMORY_GREP_MAX_CHARS")),
+                                       "pattern": HAS_TERM}, required=True),
                                *_WINDOW, *_PAGE],
                    responses={200: MemoryGrepSerializer, **_ERRORS})
     def get(self, request):
@@ -152,11 +166,10 @@ class MemoryAroundView(APIView):
     capability = "read"
 
     @extend_schema(summary="The passages either side of one, in the same conversation",
-                   parameters=[_query("path", "passages/<collection>/<entity>/<record id>.", required=True),
-                               _query("before", "Passages before it (default 5, at most MEMORY_AROUND_MAX).",
-                                      kind=OpenApiTypes.INT),
-                               _query("after", "Passages after it (default 5, at most MEMORY_AROUND_MAX).",
-                                      kind=OpenApiTypes.INT)],
+                   parameters=[_query("path", "passages/<collection>/<entity>/<record id>.",
+                                      path_schema(complete=True, kinds=("passages",)), required=True),
+                               _query("before", "Passages before it (default 5, at most MEMORY_AROUND_MAX).", _AROUND),
+                               _query("after", "Passages after it (default 5, at most MEMORY_AROUND_MAX).", _AROUND)],
                    responses={200: MemoryAroundSerializer, **_ERRORS})
     def get(self, request):
         return Response(memory_around(workspace=request.auth, request=params.around_request(request.query_params)))
@@ -167,7 +180,8 @@ class MemoryReadView(APIView):
 
     @extend_schema(summary="One passage or fact, whole, by path",
                    parameters=[_query("path", "passages/<collection>/<entity>/<record id> or "
-                                      "facts/<collection>/<entity>/<key> (the current value).", required=True)],
+                                      "facts/<collection>/<entity>/<key> (the current value).",
+                                      path_schema(complete=True), required=True)],
                    responses={200: MemoryReadSerializer, **_ERRORS})
     def get(self, request):
         return Response(memory_read(workspace=request.auth, path=params.read_request(request.query_params)))
@@ -177,8 +191,9 @@ class MemoryLsView(APIView):
     capability = "read"
 
     @extend_schema(summary="What exists under a path: kinds, collections, entities, passages, facts, with counts",
-                   parameters=[_query("path", "A prefix (default: the root)."),
-                               _PAGE[0], _query("cursor", "next_cursor of the previous page (an entry's path).")],
+                   parameters=[_query("path", "A prefix (default: the root).", path_schema()), _LIMIT,
+                               _query("cursor", "next_cursor of the previous page (an entry's path).", path_schema(),
+                                      **{ISSUED_BY_SERVER: True})],
                    responses={200: MemoryLsSerializer, **_ERRORS})
     def get(self, request):
         return Response(memory_ls(workspace=request.auth, request=params.ls_request(request.query_params)))
@@ -188,7 +203,8 @@ class MemoryHistoryView(APIView):
     capability = "read"
 
     @extend_schema(summary="Every value recorded for one subject and attribute, oldest first",
-                   parameters=[_query("path", "facts/<collection>/<entity>/<key>.", required=True), *_PAGE],
+                   parameters=[_query("path", "facts/<collection>/<entity>/<key>.",
+                                      path_schema(complete=True, kinds=("facts",)), required=True), *_PAGE],
                    responses={200: MemoryHistorySerializer, **_ERRORS})
     def get(self, request):
         return Response(memory_history(workspace=request.auth,

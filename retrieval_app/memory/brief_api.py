@@ -5,21 +5,30 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from catalog_app.api.schema import ErrorSerializer
+from catalog_app.api.schema import ErrorSerializer, SchemaField, closed_request
+from memseek_site.conf import memseek_setting
+from memseek_site.parsing import string_schema
 
-from .api import MemoryHitSerializer
+from . import brief_request
+from .addresses import path_schema
+from .api import DATE_BOUND, MemoryHitSerializer
 from .brief import memory_search
 
 
+@closed_request
 class MemorySearchRequestSerializer(serializers.Serializer):
-    query = serializers.CharField(help_text="The question in plain words (at most MAX_QUERY_CHARS characters).")
-    entity = serializers.CharField(required=False, max_length=255, help_text="Whose memory (default: everyone's).")
-    scope = serializers.CharField(required=False, help_text="A path prefix (passages/<collection>/<entity>, "
-                                  "facts/<collection>); with a scope the answer is the ranked list.")
-    before = serializers.CharField(required=False, help_text="YYYY-MM-DD (as of that day's end) or a full ISO time "
+    """Documents ``brief_request.parse_memory_search`` with its own limits."""
+
+    query = SchemaField(string_schema(max_length=memseek_setting("MAX_QUERY_CHARS")),
+                        help_text="The question in plain words (at most MAX_QUERY_CHARS characters).")
+    entity = SchemaField(string_schema(max_length=brief_request.ENTITY_CHARS), required=False,
+                         help_text="Whose memory (default: everyone's).")
+    scope = SchemaField(path_schema(), required=False, help_text="A path prefix (passages/<collection>/<entity>, "
+                        "facts/<collection>); with a scope the answer is the ranked list.")
+    before = SchemaField(DATE_BOUND, required=False, help_text="YYYY-MM-DD (as of that day's end) or a full ISO time "
                                    "with a zone: nothing that occurred later is used, and date words in the "
                                    "question are read against it.")
-    after = serializers.CharField(required=False, help_text="YYYY-MM-DD or a full ISO time with a zone: only memory "
+    after = SchemaField(DATE_BOUND, required=False, help_text="YYYY-MM-DD or a full ISO time with a zone: only memory "
                                   "from then on; the answer is the ranked list.")
 
 

@@ -15,7 +15,7 @@ from datetime import date, datetime, time, timedelta, timezone
 from memseek_site.errors import RequestError
 from memseek_site.parsing import parse_datetime, type_name
 
-_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _FORMS = "YYYY-MM-DD or a full ISO 8601 time with a zone (2024-05-01T09:30:00Z)"
 
 
@@ -39,7 +39,7 @@ def parse_window(after, before, *, after_field: str = "after", before_field: str
 def _instant(raw, field: str, *, end_of_day: bool) -> datetime:
     if not isinstance(raw, str):
         raise RequestError("request_schema", f"expected {_FORMS}, got {type_name(raw)}", field)
-    if _DAY.fullmatch(raw):
+    if DAY.fullmatch(raw):
         try:
             day = date.fromisoformat(raw)
         except ValueError:

@@ -18,6 +18,8 @@ from .addresses import MemoryPath, parse_path
 from .dates import DateWindow, parse_window
 from .rows import parse_cursor
 
+ENTITY_CHARS = 255
+
 _PAGE = ("limit", "cursor")
 _WINDOW = ("path", "entity", "after", "before")
 
@@ -127,7 +129,7 @@ def _window(raw: dict) -> Window:
     if path.complete:
         raise RequestError("invalid_path", "must be a prefix (at most passages/<collection>/<entity>); "
                            "use /memory/read for one passage or fact", "path")
-    entity = parse_string(raw["entity"], "entity", max_length=255) if "entity" in raw else None
+    entity = parse_string(raw["entity"], "entity", max_length=ENTITY_CHARS) if "entity" in raw else None
     return Window(path, entity, parse_window(raw.get("after"), raw.get("before")))
 
 

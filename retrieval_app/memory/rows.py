@@ -34,7 +34,7 @@ from .addresses import MemoryPath
 from .dates import DateWindow
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_CURSOR = re.compile(r"^(-?\d{1,18})\.(\d{1,19})$")
+CURSOR = re.compile(r"^(-?\d{1,18})\.(\d{1,19})$")
 COLUMNS = ("r.id, r.workspace_seq, r.collection, r.collection_version, r.entity, r.type, r.key, r.status, r.text, r.content, "
            "r.annotations, r.derived_from, r.occurred_at, r.created_at")
 
@@ -131,7 +131,7 @@ def cursor_text(row: PassageRow) -> str:
 
 
 def parse_cursor(raw: str, field: str = "cursor") -> tuple[datetime, int]:
-    match = _CURSOR.fullmatch(raw)
+    match = CURSOR.fullmatch(raw)
     if match is None:
         raise RequestError("request_schema", f"{raw!r} is not a cursor; pass next_cursor from the previous page",
                            field)

@@ -1,35 +1,31 @@
 """Serializers that describe search shapes in the OpenAPI document. Requests are parsed by
-``search_app.engine.spec``; these only document them (the full SearchSpec JSON Schema is served
-by ``GET /rank/schema``)."""
+``search_app.engine.spec``; the request body's schema is that parser's JSON Schema
+(``engine.spec_schema``), also served by ``GET /rank/schema``."""
+from drf_spectacular.extensions import OpenApiSerializerExtension
 from rest_framework import serializers
 
-from catalog_app.api.schema import closed_request
+from catalog_app.api.schema import json_schema_components
 from memseek_site.conf import memseek_setting
 
+from ..engine.spec_schema import RANK_EXPRESSION_ID, search_spec_schema
 
-@closed_request
+
 class SearchSpecSerializer(serializers.Serializer):
-    q = serializers.CharField(required=False, max_length=memseek_setting("MAX_QUERY_CHARS"),
-                              help_text="Query text; required for vector, text and hybrid.")
-    mode = serializers.ChoiceField(["vector", "text", "hybrid", "recent", "structured"], required=False)
-    scope = serializers.JSONField(required=False, help_text="collections, collection_versions, entities, types, "
-                                  "status, keyed, versions, occurred_after, occurred_before, depth_lte")
-    where = serializers.JSONField(required=False, help_text="{field: {eq|in|gt|gte|lt|lte|exists|contains_any|"
-                                  "contains_all: operand}} over declared filterable fields")
-    order_by = serializers.JSONField(required=False, help_text="[{field, direction}] for structured mode")
-    k = serializers.IntegerField(required=False, min_value=1, max_value=100, default=20)
-    include = serializers.ListField(child=serializers.CharField(), required=False)
-    fields = serializers.ListField(child=serializers.CharField(), required=False, max_length=16)
-    annotations = serializers.ListField(child=serializers.CharField(), required=False, max_length=16)
-    render = serializers.BooleanField(required=False, default=False)
-    fence = serializers.JSONField(required=False, help_text="{tag, preamble}; needs render")
-    rank = serializers.JSONField(required=False, help_text="Rank expression, e.g. [sum, [...]]")
-    rerank = serializers.JSONField(required=False)
-    graph_boost = serializers.JSONField(required=False)
-    params = serializers.JSONField(required=False, help_text="{candidates: 1-1000}")
-    sources = serializers.JSONField(required=False, help_text="1-8 named searches combined with fuse")
-    fuse = serializers.JSONField(required=False, help_text="{kind: rrf, rank_constant: 1-1000}")
-    boost = serializers.JSONField(required=False)
+    """The body of ``POST /search``: documented by ``SearchSpecSchema`` from the parser's own
+    JSON Schema, never field by field."""
+
+
+class SearchSpecSchema(OpenApiSerializerExtension):
+    """The SearchSpec in the OpenAPI document is ``engine.spec_schema``'s JSON Schema (the one the
+    parser is tested against, served by ``GET /rank/schema`` too), with this deployment's
+    ``MAX_QUERY_CHARS``; its definitions and the rank grammar become components of their own."""
+
+    target_class = SearchSpecSerializer
+
+    def map_serializer(self, auto_schema, direction):
+        schema = search_spec_schema(max_query_chars=memseek_setting("MAX_QUERY_CHARS"))
+        return json_schema_components(auto_schema, "SearchSpec", schema,
+                                      resources={RANK_EXPRESSION_ID: "RankExpression"})
 
 
 class SearchHitSerializer(serializers.Serializer):

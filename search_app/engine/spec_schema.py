@@ -3,8 +3,7 @@
 Invariant: every body ``parse_search_spec`` accepts validates against ``SEARCH_SPEC_SCHEMA``,
 and every body the schema rejects, the parser rejects too. The schema is exact except for the
 rules listed under ``x-parser-only-rules`` (uniqueness of one member across list items,
-references between members, date arithmetic, rank-tree size, and JSON Schema counting ``5.0``
-as an integer); those are enforced by the parser alone, so there the schema is a superset.
+references between members, date arithmetic and rank-tree size); those are enforced by the parser alone, so there the schema is a superset.
 ``tests/search_app/test_spec.py`` checks both directions against the parser's tables.
 
 The rank grammar is ``rank_expression.RANK_GRAMMAR``, embedded as its own schema resource so
@@ -70,7 +69,6 @@ SEARCH_SPEC_SCHEMA: dict = {
         "every key of scope.collection_versions also appears in scope.collections",
         "occurred_after and occurred_before are real ISO 8601 timestamps, and occurred_after is earlier",
         "a rank or boost expression has at most 5 levels and 16 nodes, and score names are non-blank",
-        "integers are JSON integers: 5.0 is refused although JSON Schema counts it as an integer",
         "q has at most MAX_QUERY_CHARS characters (422 query_too_long), see x-max-length-setting",
     ],
     "type": "object",

@@ -9,6 +9,11 @@ from drf_spectacular.generators import SchemaGenerator
 from catalog_app.services.record_input import _FIELDS as RECORD_KEYS
 from memseek_site.conf import memseek_setting
 from memseek_site.parsing import PUBLIC_NAME
+from retrieval_app.feedback import _KEYS as FEEDBACK_KEYS
+from retrieval_app.lexical.request import _KEYS as LEXICAL_KEYS
+from retrieval_app.lexical.request import _QUERY_KEYS as LEXICAL_QUERY_KEYS
+from retrieval_app.memory.brief_request import _KEYS as MEMORY_SEARCH_KEYS
+from retrieval_app.request import _KEYS as RETRIEVE_KEYS
 from search_app.engine.spec import _TOP_KEYS as SEARCH_KEYS
 
 
@@ -19,7 +24,13 @@ def components() -> dict:
 
 @pytest.mark.parametrize(("component", "keys"), [("RecordBatchRequest", {"records"}),
                                                  ("RecordInputRequest", RECORD_KEYS),
-                                                 ("SearchSpecRequest", SEARCH_KEYS)])
+                                                 ("SearchSpecRequest", SEARCH_KEYS),
+                                                 ("RetrieveRequestRequest", RETRIEVE_KEYS),
+                                                 ("FeedbackRequestRequest", FEEDBACK_KEYS),
+                                                 ("MemorySearchRequestRequest", MEMORY_SEARCH_KEYS),
+                                                 ("LexicalRequestRequest", LEXICAL_KEYS),
+                                                 ("LexicalQueryRequest", LEXICAL_QUERY_KEYS),
+                                                 ("EvaluateRequestRequest", {"queries", "k", "target"})])
 def test_closed_request_objects_name_exactly_the_readers_keys(db, component, keys):
     schema = components()[component]
     assert schema["additionalProperties"] is False
@@ -27,8 +38,9 @@ def test_closed_request_objects_name_exactly_the_readers_keys(db, component, key
 
 
 def test_open_request_objects_stay_open(db):
-    # View parameters are the view's own names: the document cannot list them.
-    assert "additionalProperties" not in components()["ViewParametersRequest"]
+    # View parameters are the view's own names: the document cannot list them; their values are
+    # whatever the transport layer stores.
+    assert components()["ViewParametersRequest"]["additionalProperties"] == {"$ref": "#/components/schemas/StorableJSON"}
 
 
 def test_the_bounds_in_the_document_are_the_settings(db):

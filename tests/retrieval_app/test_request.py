@@ -36,7 +36,7 @@ INVALID = [
     ({"query": "q", "topN": "5"}, "request_schema", "topN"),
     ({"query": "q", "tokenBudget": 255}, "request_schema", "tokenBudget"),
     ({"query": "q", "tokenBudget": 32001}, "request_schema", "tokenBudget"),
-    ({"query": "q", "tokenBudget": 1000.0}, "request_schema", "tokenBudget"),
+    ({"query": "q", "tokenBudget": 1000.5}, "request_schema", "tokenBudget"),
     ({"query": "q", "mode": "fast"}, "request_schema", "mode"),
     ({"query": "q", "rerank": "yes"}, "request_schema", "rerank"),
     ({"query": "q", "raw": 1}, "request_schema", "raw"),
@@ -103,3 +103,8 @@ def test_request_hash_input_is_canonical():
     two = parse_retrieve_request({"asOf": "2026-01-01T10:00:00Z", "tags": {"a": [2], "b": 1}, "query": "q"})
     assert one.canonical(4000) == two.canonical(4000)
     assert one.canonical(4000) != one.canonical(3000)
+
+
+def test_an_integral_float_budget_is_an_integer_as_json_schema_counts_it():
+    # The OpenAPI document (JSON Schema) admits 1000.0 for an integer; so does the reader.
+    assert parse_retrieve_request({"query": "q", "tokenBudget": 1000.0, "topN": 5.0}).token_budget == 1000

@@ -22,6 +22,7 @@ BENCHMARKS = {
     "lexical": "exact BM25 top-k from the lexical index beside the full scan",
     "mcp": "an MCP view tool call over Streamable HTTP beside the same REST call",
     "brief": "POST /memory/search: brief recall on LoCoMo and latency",
+    "schema_fuzz": "schemathesis over every operation of a running server's OpenAPI document",
 }
 
 

@@ -1,0 +1,80 @@
+"""schemathesis over every operation of the generated OpenAPI document, against gunicorn on
+loopback with a real key (``bench/schema_fuzz.py``): no 5xx; every response is a documented
+status with the documented body; a request valid by the document is not refused as malformed
+(only 404, 409 or a catalog-dependent 422, see ``bench.schema_fuzz.CATALOG_CODES``); a request
+invalid by it is refused with a 4xx. A few hundred cases in all; the long run is
+``python manage.py bench schema_fuzz`` (README)."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from django.db import connection
+
+from bench.processes import Server, database_url
+from bench.schema_fuzz import fuzz_live
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "fixtures" / "catalogs" / "example"
+EXAMPLES_PER_OPERATION = 3
+
+
+def _admin() -> dict:
+    settings = connection.settings_dict
+    return {key: value for key, value in (("host", settings["HOST"]), ("port", settings["PORT"]),
+                                          ("user", settings["USER"]), ("password", settings["PASSWORD"])) if value}
+
+
+def _manage(env: dict, *args: str) -> str:
+    done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def live():
+    """gunicorn over a scratch database holding one workspace with the example catalog; yields
+    (base URL, key)."""
+    name = f"schemathesis_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(dbname="postgres", autocommit=True, **_admin()) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    env = {key: value for key, value in os.environ.items() if key != "CELERY_BROKER_URL"}
+    env.update(DATABASE_URL=database_url({**connection.settings_dict, "NAME": name}), OMP_NUM_THREADS="1")
+    server = None
+    try:
+        _manage(env, "migrate", "--verbosity", "0")
+        key = _manage(env, "create_workspace", "fuzz").split()[-1]
+        _manage(env, "load_catalog", str(EXAMPLE), "--workspace", "fuzz")
+        server = Server(workers=1, env=env)
+        yield f"http://127.0.0.1:{server.port}", key
+    finally:
+        if server is not None:
+            server.stop()
+        with psycopg.connect(dbname="postgres", autocommit=True, **_admin()) as conn:
+            conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+@pytest.mark.model
+def test_schemathesis_finds_no_mismatch_between_the_document_and_the_server(live):
+    base_url, key = live
+    report = fuzz_live(base_url, key, examples=EXAMPLES_PER_OPERATION)
+    assert report.cases >= 100, report.cases_by_operation
+    assert not [status for status in report.by_status if status >= 500], report.failure_summary()
+    assert not report.failures, f"{len(report.failures)} failing cases:\n{report.failure_summary()}"
+
+
+def test_the_key_is_the_one_create_workspace_printed(live):
+    # The fixture's key must be a real one: the document is public, every route but /health is not.
+    import requests
+
+    base_url, key = live
+    assert re.fullmatch(r"[A-Za-z0-9_-]{20,}", key)
+    assert requests.get(f"{base_url}/collections", headers={"Authorization": f"Bearer {key}"}).status_code == 200
+    assert requests.get(f"{base_url}/collections").status_code == 401
