@@ -140,8 +140,10 @@ def markdown(result: dict) -> str:
         lines += [f"## Latency at {int(size):,} records (query embedding excluded, in-process)", "",
                   markdown_table(["measure", "p50 ms", "p95 ms", "n"],
                                  [[name, f"{latency[name]['p50_ms']:.1f}", f"{latency[name]['p95_ms']:.1f}",
-                                   latency[name]["n"]] for name in ("brief", "hybrid_search")]),
-                  "", f"- brief ÷ hybrid /search (p50): {latency['ratio_p50']:.2f}; mean hits {entry['mean_found']:.1f}; "
+                                   latency[name]["n"]] for name in ("brief", "brief_fused_only", "hybrid_search")
+                                  if name in latency]),
+                  "", f"- brief ÷ hybrid /search (p50): {latency['ratio_p50']:.2f}; brief ÷ brief without neighbour "
+                  f"lending (p50): {latency.get('neighbours_ratio_p50', float('nan')):.2f}; mean hits {entry['mean_found']:.1f}; "
                   f"query embedding p50 {entry['query_embedding']['service']['p50_ms']:.1f} ms (excluded); load average "
                   f"{entry['load_average_1m']}.",
                   f"- Target: brief p50 ≤ {TARGET_P50_MS:.0f} ms at 100,000 records"
