@@ -151,13 +151,16 @@ def markdown(result: dict) -> str:
                                  [[name, f"{latency[name]['p50_ms']:.1f}", f"{latency[name]['p95_ms']:.1f}",
                                    latency[name]["n"]] for name in ("brief", "brief_fused_only", "hybrid_search")
                                   if name in latency]),
-                  "", f"- brief ÷ hybrid /search (p50): {latency['ratio_p50']:.2f}; brief ÷ brief without neighbour "
-                  f"lending (p50): {latency.get('neighbours_ratio_p50', float('nan')):.2f}; mean hits {entry['mean_found']:.1f}; "
+                  "", f"- brief ÷ hybrid /search (p50): {latency['ratio_p50']:.2f}; "
+                  + (f"brief ÷ brief without neighbour lending (p50): {latency['neighbours_ratio_p50']:.2f}; "
+                     if "neighbours_ratio_p50" in latency else "") + f"mean hits {entry['mean_found']:.1f}; "
                   f"query embedding p50 {entry['query_embedding']['service']['p50_ms']:.1f} ms (excluded); load average "
                   f"{entry['load_average_1m']}.",
                   f"- Target: brief p50 ≤ {TARGET_P50_MS:.0f} ms at 100,000 records"
                   + (f": {latency['brief']['p50_ms']:.1f} ms, {'met' if latency['brief']['p50_ms'] <= TARGET_P50_MS else 'missed'}."
                      if int(size) == 100_000 else f" (this run: {int(size):,} records; run --latency-size 100000)."), ""]
+    if result.get("latency_note"):
+        lines += [f"- {result['latency_note']}", ""]
     return "\n".join(lines) + "\n"
 
 
