@@ -7,7 +7,9 @@ with real MiniLM vectors cached under ``--cache``) in its own database
 (``main`` version 2 declares the embedding processor, so the similarity leg runs; there is no
 ``cheap`` model, so no brief calls one). Each query is embedded once beforehand and every call
 passes a trace that hands the vector back (``bench/tracing.py``): the figures exclude the query
-embedding. Brief and baseline alternate query by query, rotating which goes first.
+embedding. Brief and baselines alternate query by query, rotating which goes first. The
+baselines are the hybrid ``/search`` service and the brief without its neighbour lending
+(``MEMORY_NEIGHBOUR_SHARE`` 0: the fused ranking alone), so the lending's cost is a same-run ratio.
 
 ``--vectors words`` stores, instead of MiniLM's vector of each text, the normalised mean of
 MiniLM's vectors of its words (``search_setup.word_mean_embeddings``; a few thousand words to
@@ -49,6 +51,7 @@ def measure(args, size: int) -> dict:
 
 def _measure(args, size: int, database: str) -> dict:
     from django.conf import settings
+    from django.test import override_settings
 
     from catalog_app.catalog.runtime import catalog_for_workspace
     from retrieval_app.memory.brief import memory_search
@@ -67,8 +70,15 @@ def _measure(args, size: int, database: str) -> dict:
     cache = VectorCache(vectors)
     previous = dict(getattr(settings, "MEMSEEK", {}) or {})
     settings.MEMSEEK = {**previous, "TOUCH_ON_READ": False}
+    fused_only = {**previous, "TOUCH_ON_READ": False, "MEMORY_NEIGHBOUR_SHARE": 0.0}
+
+    def brief_fused_only(query):
+        with override_settings(MEMSEEK=fused_only):
+            return memory_search(workspace=workspace, body=brief_body(query), trace=cache)
+
     steps = [("brief", lambda q: memory_search(workspace=workspace, body=brief_body(q), trace=cache)),
-             ("hybrid_search", lambda q: search_run(workspace=workspace, body=hybrid_body(q), trace=cache))]
+             ("hybrid_search", lambda q: search_run(workspace=workspace, body=hybrid_body(q), trace=cache)),
+             ("brief_fused_only", brief_fused_only)]
     times = {name: [] for name, _ in steps}
     found = []
     try:
@@ -90,6 +100,7 @@ def _measure(args, size: int, database: str) -> dict:
         settings.MEMSEEK = previous
     out = {name: latency_summary(values) for name, values in times.items()}
     out["ratio_p50"] = out["brief"]["p50_ms"] / out["hybrid_search"]["p50_ms"]
+    out["neighbours_ratio_p50"] = out["brief"]["p50_ms"] / out["brief_fused_only"]["p50_ms"]
     return {"size": size, "vectors": args.vectors, "build": corpus["build"], "prepared": prepared, "queries": len(queries),
             "iterations": args.iterations, "latency": out, "query_embedding": embedding,
             "mean_found": sum(found) / len(found), "vector_cache_misses": cache.misses,

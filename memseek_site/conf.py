@@ -58,6 +58,9 @@ DEFAULTS: dict[str, object] = {
     "MEMORY_SEARCH_HITS": 10,
     "MEMORY_SEARCH_FACTS": 10,
     "MEMORY_KNOWN_LINES": 50,
+    # The share of a strong hit's score lent to the passage before and after it in its
+    # conversation (retrieval_app.memory.brief_neighbours; 0 turns it off, at most 1)
+    "MEMORY_NEIGHBOUR_SHARE": 0.25,
     # Auth
     "API_KEY_CACHE_TTL_S": 60,
     # Enrichment
@@ -77,7 +80,7 @@ DEFAULTS: dict[str, object] = {
 _CEILINGS = {"API_KEY_CACHE_TTL_S": 60, "MAX_GRAPH_DEPTH": 16, "MAX_GRAPH_PATHS": 500,
              "MAX_DERIVATION_DEPTH": 16, "MAX_DERIVED_FROM": 256, "MEMORY_MAX_PAGE": 1000,
              "MEMORY_AROUND_MAX": 500, "MEMORY_SEARCH_HITS": 50, "MEMORY_SEARCH_FACTS": 50,
-             "MEMORY_KNOWN_LINES": 200}
+             "MEMORY_KNOWN_LINES": 200, "MEMORY_NEIGHBOUR_SHARE": 1.0}
 
 
 def memseek_setting(name: str):
@@ -102,4 +105,6 @@ def _parse(raw: str, default):
         return raw.strip().lower() in ("1", "true", "yes", "on")
     if isinstance(default, int):
         return int(raw)
+    if isinstance(default, float):
+        return float(raw)
     return raw

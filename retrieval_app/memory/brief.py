@@ -3,7 +3,8 @@
 One fused search (``search_app.pipeline.run_search``) ranks two legs with the project's tuned
 hybrid rank (exact BM25, full-text rank and similarity, min-max normalised and mixed, plus a
 little recency): unkeyed records (passages, and derived records, which become facts) and keyed
-records (named facts). The window is ``after``/``before`` narrowed by the question's own date
+records (named facts). The first passages then lend a share of their score to the passages
+beside them in their conversation (``brief_neighbours``). The window is ``after``/``before`` narrowed by the question's own date
 words (``brief_dates``), read against ``before`` or now; nothing that occurred at or after the
 window's end is read, on the valid-time axis ``/retrieve`` uses. When the question's dates
 narrow the window to nothing, the search runs again on the request's own window and a note
@@ -26,6 +27,7 @@ from .addresses import passage_path, record_path
 from .brief_budget import model_call_spend
 from .brief_dates import Window, question_window
 from .brief_filter import PromptPassage, filter_available, filter_passages
+from .brief_neighbours import lend_to_neighbours, passage_neighbours
 from .brief_records import current_among, current_facts, derivation_sources
 from .brief_request import MemorySearchRequest, parse_memory_search
 from .brief_worked import Dated, Folded, Statement, worked_out
@@ -129,14 +131,37 @@ def _search(workspace, catalog, request: MemorySearchRequest, start, end, hits_k
     spec = parse_search_spec({"q": request.query, "sources": sources, "fuse": {"kind": "rrf"},
                               "k": min(100, hits_k + facts_k)}, max_query_chars=memseek_setting("MAX_QUERY_CHARS"))
     outcome = run_search(workspace=workspace, spec=spec, catalog=catalog, trace=trace)
-    runs = {run.resolved.source.name: [ranked.row for ranked in run.cut] for run in outcome.sources}
-    unkeyed = runs.get("passages", [])
-    passages = [row for row in unkeyed if row.depth == 0][:hits_k]
-    keyed = runs["facts"]
+    runs = {run.resolved.source.name: run for run in outcome.sources}
+    unkeyed = [ranked.row for ranked in runs["passages"].cut] if "passages" in runs else []
+    passages = _lent_passages(workspace, catalog, runs.get("passages"), start, end, hits_k)
+    keyed = [ranked.row for ranked in runs["facts"].cut]
     current = current_among(workspace_id=workspace.pk, ids=[row.id for row in keyed], end=end)
     named = [row for row in keyed if row.id in current and row.status == "active"]
     facts = (named + [row for row in unkeyed if row.depth > 0])[:facts_k]
     return passages, facts
+
+
+def _lent_passages(workspace, catalog, run, start, end, hits_k: int) -> list:
+    """At most ``hits_k`` passages (depth 0) of the passage source's run, its strong hits (the
+    first ``hits_k``) lending ``MEMORY_NEIGHBOUR_SHARE`` of their fused value to the passages
+    beside them in ``[start, end)`` (``brief_neighbours``). Only rows already read (the strong
+    hits and their neighbours) are shown: when the run's cut held fewer strong hits than
+    ``hits_k``, no later candidate is read to fill the gap."""
+    if run is None:
+        return []
+    strong = [ranked.row for ranked in run.cut if ranked.row.depth == 0][:hits_k]
+    share = memseek_setting("MEMORY_NEIGHBOUR_SHARE")
+    if not strong or share <= 0:
+        return strong
+    beside = passage_neighbours(workspace_id=workspace.pk, catalog=catalog, anchors=strong, start=start, end=end)
+    held = {row.id: row for row in strong}
+    for rows in beside.values():
+        for row in rows:
+            held.setdefault(row.id, row)
+    order = lend_to_neighbours([(ranked.row.id, ranked.value) for ranked in run.ranked if ranked.row.depth == 0],
+                               {anchor: [row.id for row in rows] for anchor, rows in beside.items()},
+                               strong=len(strong), share=share)
+    return [held[record_id] for record_id in order if record_id in held][:hits_k]
 
 
 def _filtered(workspace, catalog, question: str, passages, roles):

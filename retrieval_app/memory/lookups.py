@@ -19,7 +19,6 @@ returns each side oldest first, as the conversation reads.
 """
 from __future__ import annotations
 
-import json
 import re
 
 from django.db import connection
@@ -32,9 +31,9 @@ from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
 
 from .addresses import MemoryPath
-from .hits import collection_of, hit_shape, passage_roles
+from .hits import hit_shape, passage_roles
 from .params import AroundRequest, GrepRequest, LatestRequest, Window
-from .rows import COLUMNS, PassageRow, fetch_rows, newest_page, page_of, passage_scope, require_held
+from .rows import COLUMNS, PassageRow, fetch_rows, newest_page, page_of, passage_scope, require_held, same_thread
 
 GREP_ANALYZER = "bm25_v1"  # its terms are the phrase's (catalog_app.bm25_terms)
 _WORD_EDGE = re.compile(r"[^\W_]")
@@ -127,7 +126,7 @@ def memory_around(*, workspace, request: AroundRequest) -> dict:
     if not anchors:
         raise ApiError("path_not_found", f"no passage is stored at {request.path.text!r}", "path")
     anchor = anchors[0]
-    conversation = scope & Clause("r.key IS NULL") & _same_thread(anchor, catalog)
+    conversation = scope & Clause("r.key IS NULL") & same_thread(anchor, catalog)
     position = (anchor.occurred_at, anchor.seq)
     before = fetch_rows(f"SELECT {COLUMNS} FROM {RECORD} r WHERE {conversation.sql} AND (r.occurred_at, r.workspace_seq) < "
                         "(%s, %s) ORDER BY r.occurred_at DESC, r.seq DESC LIMIT %s",
@@ -140,24 +139,6 @@ def memory_around(*, workspace, request: AroundRequest) -> dict:
         return [hit_shape(row, passage_roles(row, catalog)) for row in rows]
 
     return {"passage": shaped([anchor])[0], "before": shaped(before), "after": shaped(after)}
-
-
-def _same_thread(anchor: PassageRow, catalog: Catalog) -> Clause:
-    """SQL: the row carries the anchor's thread value (or, like the anchor, none) at the path of
-    the anchor's thread field; TRUE when its collection version declares none."""
-    collection = collection_of(anchor, catalog)
-    if collection is None or collection.thread_field is None:
-        return Clause("TRUE")
-    field = collection.fields[collection.thread_field]
-    column, *keys = field.path
-    value = anchor.content if column == "content" else anchor.annotations
-    for key in keys:
-        value = value.get(key) if isinstance(value, dict) else None
-    # Declared paths are validated names (FIELD_PATH), so the column is one of two literals.
-    expression = f"r.{'content' if column == 'content' else 'annotations'} #> %s"
-    if value is None:
-        return Clause(f"({expression}) IS NULL OR jsonb_typeof({expression}) = 'null'", (list(keys), list(keys)))
-    return Clause(f"({expression}) = %s::jsonb", (list(keys), json.dumps(value)))
 
 
 def _window_scope(workspace, catalog: Catalog, window: Window) -> Clause:

@@ -32,6 +32,7 @@ from memseek_site.errors import ApiError, RequestError
 
 from .addresses import MemoryPath
 from .dates import DateWindow
+from .hits import collection_of
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 CURSOR = re.compile(r"^(-?\d{1,18})\.(\d{1,19})$")
@@ -150,3 +151,22 @@ def page_of(rows: list[PassageRow], limit: int) -> tuple[list[PassageRow], str |
     if len(rows) > limit:
         return rows[:limit], cursor_text(rows[limit - 1])
     return rows, None
+
+
+def same_thread(anchor, catalog: Catalog) -> Clause:
+    """SQL: the row ``r`` carries the anchor's thread value (or, like the anchor, none) at the path
+    of the anchor's thread field; TRUE when its collection version declares none. ``anchor`` is
+    read by attribute, so a ``PassageRow`` and a search row both fit."""
+    collection = collection_of(anchor, catalog)
+    if collection is None or collection.thread_field is None:
+        return Clause("TRUE")
+    field = collection.fields[collection.thread_field]
+    column, *keys = field.path
+    value = anchor.content if column == "content" else anchor.annotations
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    # Declared paths are validated names (FIELD_PATH), so the column is one of two literals.
+    expression = f"r.{'content' if column == 'content' else 'annotations'} #> %s"
+    if value is None:
+        return Clause(f"({expression}) IS NULL OR jsonb_typeof({expression}) = 'null'", (list(keys), list(keys)))
+    return Clause(f"({expression}) = %s::jsonb", (list(keys), json.dumps(value)))

@@ -33,9 +33,9 @@ def test_brief_bench_on_tiny_data(tmp_path, vector_cache, database_prefix):  # n
     assert recall["target"]["target"] == 72.0 and recall["target"]["dragon"] == 66.2
     latency = result["latency"]["100"]
     assert latency["queries"] == 5 and latency["vector_cache_misses"] == 0
-    for name in ("brief", "hybrid_search"):
+    for name in ("brief", "hybrid_search", "brief_fused_only"):
         assert_latency(latency["latency"][name])
-    assert positive(latency["latency"]["ratio_p50"])
+    assert positive(latency["latency"]["ratio_p50"]) and positive(latency["latency"]["neighbours_ratio_p50"])
     report = (tmp_path / "brief.md").read_text()
     assert report.startswith("# POST /memory/search: brief recall and latency")
     assert "| `brief` |" in report and "| `search_mix` |" in report and "## Latency at 100 records" in report

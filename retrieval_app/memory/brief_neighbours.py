@@ -1,0 +1,75 @@
+"""Strong hits lend to their neighbours: the passage ranking of ``POST /memory/search``.
+
+In a conversation the words that match a question and the words that answer it are often in
+adjacent turns ("Did you go to the lighthouse festival?" / "Yes, last weekend, the kids loved
+it"). So after the fused ranking, the first ``strong`` passages (the hits the fused ranking
+alone would show) each lend ``share`` of their score to the passage directly before and the
+passage directly after them in the same conversation, inside the search's window:
+
+    score(p) = own(p) + share * max(own(s) for each strong passage s beside p)
+
+where ``own`` is the fused rank value of a candidate and 0 for a passage that was no candidate
+(the rank expression's normalised terms are never negative, so 0 is "no signal"). Passages are
+then ordered by score; equal scores keep the fused order, and neighbours that were no candidate
+follow every candidate of equal score, in the order they were reached. ``share`` 0 leaves the
+fused ranking unchanged. The rule is ``lend_to_neighbours`` (pure); ``passage_neighbours``
+reads the neighbours (the same conversation as ``GET /memory/around``: same collection and
+entity, events only, the same thread value when the collection declares a thread field, ordered
+by ``occurred_at`` then ``seq``), restricted to the window and to passages (depth 0).
+"""
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from datetime import datetime
+
+from django.db import connection
+
+from catalog_app.catalog.registry import Catalog
+from catalog_app.record_sql import RECORD, Clause
+
+from .addresses import MemoryPath
+from .dates import DateWindow
+from .rows import COLUMNS, passage_row, passage_scope, same_thread
+
+
+def lend_to_neighbours(ranked: Sequence[tuple[Hashable, float]], neighbours: Mapping[Hashable, Sequence[Hashable]],
+                       *, strong: int, share: float) -> list[Hashable]:
+    """The ids of ``ranked`` (``(id, fused value)`` in fused order) and of the strong passages'
+    neighbours, in lent order (the module docstring's rule). ``neighbours`` maps each of the first
+    ``strong`` ids to the ids beside it (absent or empty: none)."""
+    own = dict(ranked)
+    lent: dict[Hashable, float] = {}
+    for record_id, value in ranked[:strong]:
+        for neighbour in neighbours.get(record_id, ()):
+            lent[neighbour] = max(lent.get(neighbour, 0.0), value)
+    order = [record_id for record_id, _ in ranked] + [n for n in lent if n not in own]
+    score = {record_id: own.get(record_id, 0.0) + share * lent.get(record_id, 0.0) for record_id in order}
+    return sorted(order, key=lambda record_id: -score[record_id])  # stable: ties keep ``order``
+
+
+def passage_neighbours(*, workspace_id: int, catalog: Catalog, anchors: Sequence, start: datetime | None,
+                       end: datetime | None) -> dict:
+    """{anchor id: [the passage before it, the passage after it]} (either may be missing) for
+    ``anchors`` (rows read by attribute: ``id``, ``seq``, ``collection``, ``entity``,
+    ``occurred_at``, ``content``, ``annotations``, ``collection_version``), each neighbour a
+    ``PassageRow`` in ``[start, end)``; one statement."""
+    parts, params = [], []
+    window = DateWindow(start, end)
+    for anchor in anchors:
+        scope = passage_scope(workspace_id=workspace_id, catalog=catalog,
+                              path=MemoryPath("passages", anchor.collection, anchor.entity), window=window)
+        conversation = scope & Clause("r.key IS NULL AND r.depth = 0") & same_thread(anchor, catalog)
+        for comparison, direction in (("<", "DESC"), (">", "ASC")):
+            parts.append(f"(SELECT %s::uuid, {COLUMNS} FROM {RECORD} r WHERE {conversation.sql} AND "
+                         f"(r.occurred_at, r.seq) {comparison} (%s, %s) "
+                         f"ORDER BY r.occurred_at {direction}, r.seq {direction} LIMIT 1)")
+            params += [anchor.id, *conversation.params, anchor.occurred_at, anchor.seq]
+    found: dict = {anchor.id: [] for anchor in anchors}
+    if not parts:
+        return found
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(parts), params)
+        for anchor_id, *values in cursor.fetchall():
+            found[anchor_id].append(passage_row(values))
+    return found
+
