@@ -47,14 +47,15 @@ class Server:
     connection per request (sync workers close every one), safe to call from many client
     threads."""
 
-    def __init__(self, *, workers: int, env: dict):
+    def __init__(self, *, workers: int, env: dict, options: tuple[str, ...] = ()):
+        """``options``: more gunicorn arguments (e.g. ``--limit-request-line 0``)."""
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.port = probe.getsockname()[1]
         self.log = tempfile.NamedTemporaryFile(prefix="memseek-bench-search-gunicorn-", suffix=".log", delete=False)
         self.command = [sys.executable, "-m", "gunicorn", "memseek_site.wsgi", "--bind", f"127.0.0.1:{self.port}",
                         "--workers", str(workers), "--worker-class", "sync", "--timeout", "300",
-                        "--backlog", "256", "--log-level", "warning"]
+                        "--backlog", "256", "--log-level", "warning", *options]
         self.process = subprocess.Popen(self.command, cwd=ROOT, env={**os.environ, **env}, stdout=self.log,
                                         stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 180
@@ -118,6 +119,23 @@ class CeleryWorker:
                 self.stop()
                 raise RuntimeError("the Celery worker did not start:\n" + Path(self.log.name).read_text()[-3000:])
             time.sleep(0.2)
+
+    def kill(self) -> None:
+        """SIGKILL the worker's main process and every pool process at once (no warm shutdown)."""
+        import psutil
+
+        try:
+            family = [psutil.Process(self.process.pid)]
+            family += family[0].children(recursive=True)
+        except psutil.NoSuchProcess:
+            family = []
+        for member in family:
+            try:
+                member.kill()
+            except psutil.NoSuchProcess:
+                pass
+        self.process.wait(30)
+        self.log.close()
 
     def _started(self, concurrency: int) -> bool:
         log = Path(self.log.name).read_text(errors="replace")

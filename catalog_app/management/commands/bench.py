@@ -22,6 +22,8 @@ BENCHMARKS = {
     "lexical": "exact BM25 top-k from the lexical index beside the full scan",
     "mcp": "an MCP view tool call over Streamable HTTP beside the same REST call",
     "brief": "POST /memory/search: brief recall on LoCoMo and latency",
+    "soak": "hostile bodies, transport cases, schemathesis and 16 writers + 8 readers through a killed worker, "
+            "a restarted database and Redis, on loopback (no 5xx, nothing lost, memory under a ceiling)",
 }
 
 
