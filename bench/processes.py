@@ -105,13 +105,13 @@ class CeleryWorker:
     """``celery -A memseek_site worker`` with ``concurrency`` pool processes on ``broker`` (and
     ``env`` over this process's environment), started and awaited; its pool processes share the cores for torch (``catalog_app.signals``)."""
 
-    def __init__(self, broker: str, concurrency: int, env: dict):
+    def __init__(self, broker: str, concurrency: int, env: dict, timeout_s: float = 120):
         self.log = tempfile.NamedTemporaryFile(prefix="memseek-bench-celery-", suffix=".log", delete=False)
         command = [sys.executable, "-m", "celery", "-A", "memseek_site", "worker", "--concurrency", str(concurrency),
                    "--loglevel", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"]
         env = {**os.environ, **env, "DJANGO_SETTINGS_MODULE": "memseek_site.settings", "CELERY_BROKER_URL": broker}
         self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + timeout_s
         # Ready, and every pool process has loaded the model (catalog_app.signals), so no
         # measured task pays for a load.
         while not self._started(concurrency):

@@ -39,7 +39,7 @@ from bench.search_setup import log  # noqa: E402
 # Resident memory no gunicorn or Celery process may exceed during the soak (MiB): the bundled
 # model and torch take most of it; a body that makes work grow without bound crosses it.
 RSS_CEILING_MIB = 1024
-FULL = {"bodies": 10_000, "load_seconds": 60, "schemathesis_examples": 20, "drain_timeout_s": 180}
+FULL = {"bodies": 10_000, "load_seconds": 60, "schemathesis_examples": 20, "drain_timeout_s": 300}
 QUICK = {"bodies": 300, "load_seconds": 20, "schemathesis_examples": 2, "drain_timeout_s": 120}
 
 
@@ -50,7 +50,7 @@ def parse_args(argv):
     parser.add_argument("--load-seconds", type=float, help="seconds of writers and readers (default 60; --quick 20)")
     parser.add_argument("--schemathesis-examples", type=int, help="examples per operation (default 20; --quick 2)")
     parser.add_argument("--drain-timeout", type=float, dest="drain_timeout_s",
-                        help="seconds to wait for the acknowledged records to be ready (default 180)")
+                        help="seconds to wait for the acknowledged records to be ready (default 300; --quick 120)")
     parser.add_argument("--writers", type=int, default=16)
     parser.add_argument("--readers", type=int, default=8)
     parser.add_argument("--database-down-seconds", type=float, default=5)

@@ -18,11 +18,15 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from .search_setup import log
 from .soak_client import SERVER_ERROR, Tally, send
 
 JSON = (("Content-Type", "application/json"),)
 EVENTS_PER_BATCH = 4
 GRACE_S = 5.0
+# Between a writer's batches: 16 writers then write faster than one Celery worker embeds on two
+# cores, so a backlog builds, without making the drain unbounded.
+WRITER_PAUSE_S = 0.5
 
 
 @dataclass
@@ -78,7 +82,7 @@ def _write(port: int, key: str, writer: int, stop: threading.Event, log: LoadLog
         if not acknowledged:
             log.unacknowledged_batches += 1
         batch += 1
-        time.sleep(0.2)
+        time.sleep(WRITER_PAUSE_S)
 
 
 def _read(port: int, key: str, writers: int, stop: threading.Event, log: LoadLog, seed: int) -> None:
@@ -122,16 +126,17 @@ def run_load(stack, key: str, *, seconds: float, writers: int, readers: int, dat
     """Run the load for ``seconds`` with the faults at fixed shares of it; ``stack`` has
     ``port``, ``postgres``, ``redis`` and ``restart_worker()`` / ``kill_worker()``. Appends
     ``{event, at_s}`` to ``events``; returns the log and the database-down window."""
-    log, stop = LoadLog(), threading.Event()
-    threads = [threading.Thread(target=_write, args=(stack.port, key, n, stop, log), name=f"soak-writer-{n}")
-               for n in range(writers)]
-    threads += [threading.Thread(target=_read, args=(stack.port, key, writers, stop, log, n), name=f"soak-reader-{n}")
-                for n in range(readers)]
+    load_log, stop = LoadLog(), threading.Event()
+    threads = [threading.Thread(target=_write, args=(stack.port, key, n, stop, load_log), name=f"soak-writer-{n}",
+                                daemon=True) for n in range(writers)]
+    threads += [threading.Thread(target=_read, args=(stack.port, key, writers, stop, load_log, n), name=f"soak-reader-{n}",
+                                 daemon=True) for n in range(readers)]
     start = time.monotonic()
 
     def event(name: str) -> float:
         now = time.monotonic()
         events.append({"event": name, "at_s": round(now - start, 1)})
+        log(f"[soak load {now - start:6.1f} s] {name}")
         return now
 
     def at(share: float) -> None:
@@ -140,12 +145,35 @@ def run_load(stack, key: str, *, seconds: float, writers: int, readers: int, dat
     for thread in threads:
         thread.start()
     event(f"{writers} writers and {readers} readers started")
+    try:
+        window = _faults(stack, key, event, at, database_down_s)
+        at(1.0)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(120)
+    event("load stopped")
+    return load_log, window
+
+
+def _faults(stack, key: str, event, at, database_down_s: float) -> tuple[float, float]:
+    """The faults, in order; returns the database-down window. The restarted worker loads the
+    model while the schedule goes on (on a loaded machine that takes minutes)."""
     at(0.15)
     stack.kill_worker()
     event("Celery worker SIGKILLed")
     time.sleep(2)
-    stack.restart_worker()
-    event("Celery worker restarted (model loaded)")
+    failures: list[BaseException] = []
+
+    def restart_worker() -> None:
+        try:
+            stack.restart_worker()
+        except BaseException as error:  # reported below, on this thread
+            failures.append(error)
+
+    restart = threading.Thread(target=restart_worker, name="soak-worker-restart")
+    restart.start()
+    event("Celery worker restarting")
     at(0.4)
     down_from = event("database stopping")
     stack.postgres.stop()
@@ -155,16 +183,14 @@ def run_load(stack, key: str, *, seconds: float, writers: int, readers: int, dat
     event("database started")
     back = _until_answering(stack.port, key)
     event("service answering again")
-    window = (down_from, back + GRACE_S)
+    restart.join()
+    if failures:
+        raise RuntimeError("the restarted Celery worker did not start") from failures[0]
+    event("Celery worker restarted (model loaded)")
     at(0.7)
     stack.redis.restart()
     event("Redis restarted (queue forgotten)")
-    at(1.0)
-    stop.set()
-    for thread in threads:
-        thread.join(120)
-    event("load stopped")
-    return log, window
+    return down_from, back + GRACE_S
 
 
 def tally_load(log: LoadLog, window: tuple[float, float], tally: Tally) -> None:

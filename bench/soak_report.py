@@ -27,7 +27,7 @@ def verdict(result: dict, ceiling_mib: float) -> dict:
         "every_request_answered": not result["no_answer"],
         "every_error_an_envelope": not result["not_envelope"],
         "transport_as_expected": not transport_missed,
-        "nothing_acknowledged_lost": writes.get("lost", 0) == 0 and writes.get("not_ready", 0) == 0,
+        "nothing_acknowledged_lost_or_unready": writes.get("lost", 0) == 0 and writes.get("not_ready", 0) == 0,
         "no_duplicated_dedupe_key": writes.get("duplicated_dedupe_keys", 0) == 0,
         "no_stale_current_fact": not writes.get("stale_current_facts"),
         "memory_under_ceiling": not over,

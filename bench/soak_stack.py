@@ -233,7 +233,8 @@ class SoakStack:
 
     def restart_worker(self) -> None:
         """Start a Celery worker and wait until its pool has loaded the model."""
-        self.worker = CeleryWorker(self.redis.url, self._worker_concurrency, self.env)
+        # A loaded machine takes minutes to load the model (94 s seen at load average 12).
+        self.worker = CeleryWorker(self.redis.url, self._worker_concurrency, self.env, timeout_s=600)
 
     def kill_worker(self) -> None:
         self.worker.kill()

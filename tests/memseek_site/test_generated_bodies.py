@@ -15,7 +15,7 @@ from bench.soak_fuzz import fuzz_context, run_fuzz
 from tests.conftest import FIXTURES
 from tests.memseek_site.api_routes import keyed_api_operations
 
-BODIES = 250
+BODIES = 200
 
 
 def test_the_generated_bodies_cover_every_post_route_of_the_urlconf():
