@@ -30,7 +30,8 @@ def _run(folder: Path, port: int, key: str, *, max_examples: int, seed: int, tal
                "--continue-on-failure", "--report", "har,json", "--report-dir", str(folder),
                "--request-timeout", "120", "--suppress-health-check", "all", "--warnings", "off"]
     try:
-        completed = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
+        # In the temporary folder: st keeps a cache of crashes in its working directory.
+        completed = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=timeout_s)
         output, exit_code = completed.stdout, completed.returncode
     except subprocess.TimeoutExpired as expired:
         output, exit_code = (expired.stdout or b"").decode(errors="replace") if isinstance(expired.stdout, bytes) \

@@ -7,7 +7,6 @@ of every process's resident memory. The machine's shared PostgreSQL and Redis ar
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import socket
 import subprocess
