@@ -107,13 +107,13 @@ class CeleryWorker:
     """``celery -A memseek_site worker`` with ``concurrency`` pool processes on ``broker`` (and
     ``env`` over this process's environment), started and awaited; its pool processes share the cores for torch (``catalog_app.signals``)."""
 
-    def __init__(self, broker: str, concurrency: int, env: dict):
+    def __init__(self, broker: str, concurrency: int, env: dict, timeout_s: float = 120):
         self.log = tempfile.NamedTemporaryFile(prefix="memseek-bench-celery-", suffix=".log", delete=False)
         command = [sys.executable, "-m", "celery", "-A", "memseek_site", "worker", "--concurrency", str(concurrency),
                    "--loglevel", "INFO", "--without-gossip", "--without-mingle", "--without-heartbeat"]
         env = {**os.environ, **env, "DJANGO_SETTINGS_MODULE": "memseek_site.settings", "CELERY_BROKER_URL": broker}
         self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + timeout_s
         # Ready, and every pool process has loaded the model (catalog_app.signals), so no
         # measured task pays for a load.
         while not self._started(concurrency):
@@ -121,6 +121,23 @@ class CeleryWorker:
                 self.stop()
                 raise RuntimeError("the Celery worker did not start:\n" + Path(self.log.name).read_text()[-3000:])
             time.sleep(0.2)
+
+    def kill(self) -> None:
+        """SIGKILL the worker's main process and every pool process at once (no warm shutdown)."""
+        import psutil
+
+        try:
+            family = [psutil.Process(self.process.pid)]
+            family += family[0].children(recursive=True)
+        except psutil.NoSuchProcess:
+            family = []
+        for member in family:
+            try:
+                member.kill()
+            except psutil.NoSuchProcess:
+                pass
+        self.process.wait(30)
+        self.log.close()
 
     def _started(self, concurrency: int) -> bool:
         log = Path(self.log.name).read_text(errors="replace")

@@ -70,12 +70,14 @@ class McpView(APIView):
 
     @extend_schema(
         summary="MCP over Streamable HTTP: one JSON-RPC request per POST (tools/list, tools/call, ...)",
-        request={"application/json": JsonRpcRequestSerializer}, responses={200: _JsonRpc, 202: None, 400: _JsonRpc, 401: ErrorSerializer,
-                                     403: ErrorSerializer, 413: ErrorSerializer, 422: ErrorSerializer},
+        request={"application/json": JsonRpcRequestSerializer},
+        responses={200: _JsonRpc, 202: None, 400: _JsonRpc, 401: ErrorSerializer, 403: ErrorSerializer,
+                   413: ErrorSerializer, 415: ErrorSerializer, 422: ErrorSerializer},
         examples=[OpenApiExample("List the tools", request_only=True, value={
             "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
                 "io.modelcontextprotocol/protocolVersion": "2026-07-28"}}})])
     def post(self, request):
+        check_content_type(request.META.get("CONTENT_TYPE", ""))
         body = _body(request._request)
         key = request.META["HTTP_AUTHORIZATION"].split()[1]
         # GET /tools's own selector for the workspace the bearer named, read once for this request.
@@ -98,6 +100,14 @@ def check_origin(origin: str | None) -> None:
     if origin is not None and origin not in allowed_origins():
         raise ApiError("origin_not_allowed", f"Origin {origin!r} may not call /mcp; an operator lists the origins "
                        "browser-based hosts call from in MCP_ALLOWED_ORIGINS.")
+
+
+def check_content_type(content_type: str) -> None:
+    """A JSON-RPC message comes as ``application/json`` (the SDK would answer anything else with
+    a plain-text 400, outside the envelope)."""
+    if content_type.split(";")[0].strip().lower() != "application/json":
+        raise ApiError("unsupported_media_type", f"POST /mcp takes one JSON-RPC message as application/json, "
+                                                 f"not {content_type or 'a body without a Content-Type'!r}.")
 
 
 def _body(request) -> bytes:

