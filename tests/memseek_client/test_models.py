@@ -82,13 +82,29 @@ def _problems(document: dict, model, schema: dict, where: str) -> list[str]:
     return problems
 
 
+def _nullable(document: dict, schema: dict) -> tuple[dict, bool]:
+    """``schema`` without its null alternative, and whether it had one: OpenAPI 3.1 spells a
+    nullable member ``type: [T, "null"]``, or ``oneOf: [<T>, {type: null}]`` for a reference."""
+    kind = schema.get("type")
+    if isinstance(kind, list) and "null" in kind:
+        others = [name for name in kind if name != "null"]
+        return {**schema, "type": others[0] if len(others) == 1 else others}, True
+    for combinator in ("oneOf", "anyOf"):
+        options = schema.get(combinator)
+        if options and {"type": "null"} in options:
+            others = [option for option in options if option != {"type": "null"}]
+            if len(others) == 1:
+                return _resolve(document, others[0]), True
+    return schema, bool(schema.get("nullable"))
+
+
 def _type_problems(document: dict, hint, schema: dict, required: bool, where: str) -> list[str]:
     if hint is Any:
         return []
-    schema = _resolve(document, schema)
+    schema, nullable = _nullable(document, _resolve(document, schema))
     inner, optional = _without_none(hint)
-    if optional != (bool(schema.get("nullable")) or not required):
-        return [f"{where}: None allowed is {optional}, schema nullable={schema.get('nullable')} required={required}"]
+    if optional != (nullable or not required):
+        return [f"{where}: None allowed is {optional}, schema nullable={nullable} required={required}"]
     kind = schema.get("type")
     if dataclasses.is_dataclass(inner):
         return _problems(document, inner, schema, where)

@@ -28,8 +28,7 @@ def live(catalog, workspace_and_key):
     quickstart sample records in ``catalog``'s workspace; yields (port, key)."""
     key = workspace_and_key[1]
     server = Server(workers=1, env={"DATABASE_URL": database_url(connection.settings_dict), "OMP_NUM_THREADS": "1",
-                                    "TOUCH_ON_READ": "false", "CELERY_BROKER_URL": ""},
-                    options=("--limit-request-line", "0"))
+                                    "TOUCH_ON_READ": "false", "CELERY_BROKER_URL": ""})
     try:
         samples = json.loads((FIXTURES / "samples" / "quickstart_records.json").read_text())
         answer = send(server.port, "POST", "/records", json.dumps(samples).encode(),

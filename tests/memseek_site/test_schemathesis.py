@@ -10,25 +10,17 @@ import os
 import re
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
-import psycopg
 import pytest
-from django.db import connection
 
-from bench.processes import Server, database_url
+from bench.processes import Server
 from bench.schema_fuzz import fuzz_live
+from tests.scratch_database import scratch_database
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "fixtures" / "catalogs" / "example"
 EXAMPLES_PER_OPERATION = 3
-
-
-def _admin() -> dict:
-    settings = connection.settings_dict
-    return {key: value for key, value in (("host", settings["HOST"]), ("port", settings["PORT"]),
-                                          ("user", settings["USER"]), ("password", settings["PASSWORD"])) if value}
 
 
 def _manage(env: dict, *args: str) -> str:
@@ -42,23 +34,15 @@ def _manage(env: dict, *args: str) -> str:
 def live():
     """gunicorn over a scratch database holding one workspace with the example catalog; yields
     (base URL, key)."""
-    name = f"schemathesis_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(dbname="postgres", autocommit=True, **_admin()) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    env = {key: value for key, value in os.environ.items() if key != "CELERY_BROKER_URL"}
-    env.update(DATABASE_URL=database_url({**connection.settings_dict, "NAME": name}), OMP_NUM_THREADS="1")
-    server = None
-    try:
+    with scratch_database("schemathesis") as env:
         _manage(env, "migrate", "--verbosity", "0")
         key = _manage(env, "create_workspace", "fuzz").split()[-1]
         _manage(env, "load_catalog", str(EXAMPLE), "--workspace", "fuzz")
         server = Server(workers=1, env=env)
-        yield f"http://127.0.0.1:{server.port}", key
-    finally:
-        if server is not None:
+        try:
+            yield f"http://127.0.0.1:{server.port}", key
+        finally:
             server.stop()
-        with psycopg.connect(dbname="postgres", autocommit=True, **_admin()) as conn:
-            conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 @pytest.mark.model

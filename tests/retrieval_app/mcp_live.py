@@ -4,7 +4,6 @@ workspace ``demo``), a second workspace ``other`` with a declaration of its own,
 serving both on a free loopback port."""
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -13,12 +12,11 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-import psycopg
 import pytest
 import yaml
-from django.db import connection
 
-from bench.processes import Server, database_url
+from bench.processes import Server
+from tests.scratch_database import scratch_database
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "fixtures" / "catalogs" / "example"
@@ -52,21 +50,9 @@ class Live:
         assert done.returncode == 0, done.stdout + done.stderr
 
 
-def _admin() -> dict:
-    settings = connection.settings_dict
-    return {key: value for key, value in (("host", settings["HOST"]), ("port", settings["PORT"]),
-                                          ("user", settings["USER"]), ("password", settings["PASSWORD"])) if value}
-
-
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
-    name = f"mcp_live_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(dbname="postgres", autocommit=True, **_admin()) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    env = {key: value for key, value in os.environ.items() if key != "CELERY_BROKER_URL"}
-    env.update(DATABASE_URL=database_url({**connection.settings_dict, "NAME": name}), OMP_NUM_THREADS="1")
-    server = None
-    try:
+    with scratch_database("mcp_live") as env:
         prepared = subprocess.run([sys.executable, "manage.py", "quickstart", "--no-serve"], cwd=ROOT, env=env,
                                   capture_output=True, text=True, timeout=600)
         assert prepared.returncode == 0, prepared.stdout + prepared.stderr
@@ -76,11 +62,9 @@ def live(tmp_path_factory):
         assert created.returncode == 0, created.stdout + created.stderr
         other_key = created.stdout.split()[-1]
         server = Server(workers=1, env=env)
-        service = Live(server, env, demo_key, other_key)
-        service.load_other(tmp_path_factory.mktemp("other"), OTHER_DECLARATION)
-        yield service
-    finally:
-        if server is not None:
+        try:
+            service = Live(server, env, demo_key, other_key)
+            service.load_other(tmp_path_factory.mktemp("other"), OTHER_DECLARATION)
+            yield service
+        finally:
             server.stop()
-        with psycopg.connect(dbname="postgres", autocommit=True, **_admin()) as conn:
-            conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')

@@ -55,13 +55,14 @@ def scan_oracle(workspace: Workspace, phrase: str, entity: str | None) -> list[s
     return [str(row.id) for row in sorted(visible, key=lambda row: row.seq, reverse=True)]
 
 
-def grep_all(api, phrase: str, entity: str | None, limit: int) -> tuple[list[str], bool]:
+def grep_pages(api, params: dict, limit: int) -> tuple[list[str], bool]:
+    """Every page of ``GET /memory/grep`` with ``params``: the ids in order, and whether every
+    page was complete (an entity without passages is a 404: no ids)."""
     found, cursor, complete = [], None, True
     while True:
-        params = {"q": phrase, "limit": limit, **({"entity": entity} if entity else {}),
-                  **({"cursor": cursor} if cursor else {})}
-        response = api.get(f"/memory/grep?{urlencode(params)}")
-        if response.status_code == 404:  # an entity with no passages at all
+        page = {**params, "limit": limit, **({"cursor": cursor} if cursor else {})}
+        response = api.get(f"/memory/grep?{urlencode(page)}")
+        if response.status_code == 404:
             return found, complete
         body = response.json()
         assert response.status_code == 200, body
@@ -70,6 +71,10 @@ def grep_all(api, phrase: str, entity: str | None, limit: int) -> tuple[list[str
         cursor = body["next_cursor"]
         if cursor is None:
             return found, complete
+
+
+def grep_all(api, phrase: str, entity: str | None, limit: int) -> tuple[list[str], bool]:
+    return grep_pages(api, {"q": phrase, **({"entity": entity} if entity else {})}, limit)
 
 
 def _text(rng: random.Random) -> str:

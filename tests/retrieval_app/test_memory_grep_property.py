@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from catalog_app.models import Workspace
 from tests.catalog_app.factories import record_make
 
-from .test_memory_grep import ENTITIES, WORDS, scan_oracle, visible_passages
+from .test_memory_grep import ENTITIES, WORDS, grep_pages, scan_oracle, visible_passages
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 SEPARATORS = (" ", " ", "-", ", ", "/", ". ")
@@ -56,20 +56,6 @@ def phrases(draw, texts: list[str]):
         start = draw(st.integers(0, len(text) - 1))
         return text[start:start + draw(st.integers(1, 24))].strip()
     return " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=3)))
-
-
-def grep_pages(api, params: dict, limit: int) -> tuple[list[str], bool]:
-    found, cursor, complete = [], None, True
-    while True:
-        page = {**params, "limit": limit, **({"cursor": cursor} if cursor else {})}
-        response = api.get(f"/memory/grep?{urlencode(page)}")
-        body = response.json()
-        assert response.status_code == 200, body
-        found += [hit["id"] for hit in body["hits"]]
-        complete = complete and body["complete"]
-        cursor = body["next_cursor"]
-        if cursor is None:
-            return found, complete
 
 
 @hypothesis_settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
