@@ -19,6 +19,7 @@ by ``occurred_at`` then ``seq``), restricted to the window and to passages (dept
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Hashable, Mapping, Sequence
 from datetime import datetime
 
@@ -29,7 +30,7 @@ from catalog_app.record_sql import RECORD, Clause
 
 from .addresses import MemoryPath
 from .dates import DateWindow
-from .rows import COLUMNS, passage_row, passage_scope, same_thread
+from .rows import COLUMNS, passage_row, passage_scope, thread_of
 
 
 def lend_to_neighbours(ranked: Sequence[tuple[Hashable, float]], neighbours: Mapping[Hashable, Sequence[Hashable]],
@@ -52,24 +53,38 @@ def passage_neighbours(*, workspace_id: int, catalog: Catalog, anchors: Sequence
     """{anchor id: [the passage before it, the passage after it]} (either may be missing) for
     ``anchors`` (rows read by attribute: ``id``, ``seq``, ``collection``, ``entity``,
     ``occurred_at``, ``content``, ``annotations``, ``collection_version``), each neighbour a
-    ``PassageRow`` in ``[start, end)``; one statement."""
-    parts, params = [], []
-    window = DateWindow(start, end)
-    for anchor in anchors:
-        scope = passage_scope(workspace_id=workspace_id, catalog=catalog,
-                              path=MemoryPath("passages", anchor.collection, anchor.entity), window=window)
-        conversation = scope & Clause("r.key IS NULL AND r.depth = 0") & same_thread(anchor, catalog)
-        for comparison, direction in (("<", "DESC"), (">", "ASC")):
-            parts.append(f"(SELECT %s::uuid, {COLUMNS} FROM {RECORD} r WHERE {conversation.sql} AND "
-                         f"(r.occurred_at, r.seq) {comparison} (%s, %s) "
-                         f"ORDER BY r.occurred_at {direction}, r.seq {direction} LIMIT 1)")
-            params += [anchor.id, *conversation.params, anchor.occurred_at, anchor.seq]
+    ``PassageRow`` in ``[start, end)``. One statement per collection and thread field among the
+    anchors (usually one), planned once whatever the number of anchors: the anchors are a
+    ``VALUES`` list that two ``LIMIT 1`` probes join laterally."""
     found: dict = {anchor.id: [] for anchor in anchors}
-    if not parts:
-        return found
-    with connection.cursor() as cursor:
-        cursor.execute(" UNION ALL ".join(parts), params)
-        for anchor_id, *values in cursor.fetchall():
-            found[anchor_id].append(passage_row(values))
+    groups: dict[tuple, list] = {}
+    for anchor in anchors:
+        thread = thread_of(anchor, catalog)
+        field = None if thread is None else thread[:2]
+        groups.setdefault((anchor.collection, field), []).append((anchor, None if thread is None else thread[2]))
+    window = DateWindow(start, end)
+    for (collection, field), members in groups.items():
+        sql, params = _neighbour_statement(workspace_id, catalog, collection, field, members, window)
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            for anchor_id, *values in cursor.fetchall():
+                found[anchor_id].append(passage_row(values))
     return found
 
+
+def _neighbour_statement(workspace_id: int, catalog: Catalog, collection: str, field, members, window: DateWindow):
+    scope = passage_scope(workspace_id=workspace_id, catalog=catalog, path=MemoryPath("passages", collection),
+                          window=window) & Clause("r.key IS NULL AND r.depth = 0 AND r.entity = a.entity")
+    if field is not None:
+        column, keys = field
+        # A missing value and JSON null are one "no thread", as in ``same_thread``.
+        scope = scope & Clause(f"COALESCE(r.{column} #> %s, 'null'::jsonb) = a.thread", (list(keys),))
+    rows = ", ".join(["(%s::uuid, %s::text, %s::timestamptz, %s::bigint, %s::jsonb)"] * len(members))
+    values = [v for anchor, thread in members
+              for v in (anchor.id, anchor.entity, anchor.occurred_at, anchor.seq, json.dumps(thread))]
+    probes = [f"(SELECT {COLUMNS} FROM {RECORD} r WHERE {scope.sql} AND (r.occurred_at, r.seq) {comparison} "
+              f"(a.occurred_at, a.seq) ORDER BY r.occurred_at {direction}, r.seq {direction} LIMIT 1)"
+              for comparison, direction in (("<", "DESC"), (">", "ASC"))]
+    sql = (f"SELECT a.anchor, n.* FROM (VALUES {rows}) AS a(anchor, entity, occurred_at, seq, thread) "
+           f"CROSS JOIN LATERAL ({probes[0]} UNION ALL {probes[1]}) n")
+    return sql, [*values, *scope.params, *scope.params]

@@ -153,20 +153,30 @@ def page_of(rows: list[PassageRow], limit: int) -> tuple[list[PassageRow], str |
     return rows, None
 
 
-def same_thread(anchor, catalog: Catalog) -> Clause:
-    """SQL: the row ``r`` carries the anchor's thread value (or, like the anchor, none) at the path
-    of the anchor's thread field; TRUE when its collection version declares none. ``anchor`` is
-    read by attribute, so a ``PassageRow`` and a search row both fit."""
+def thread_of(anchor, catalog: Catalog) -> tuple[str, tuple[str, ...], object] | None:
+    """(column, keys, value) of the anchor's thread field: the column (``content`` or
+    ``annotations``), the key path inside it and the anchor's value there (``None`` when it has
+    none); ``None`` when its collection version declares no thread field. ``anchor`` is read by
+    attribute, so a ``PassageRow`` and a search row both fit."""
     collection = collection_of(anchor, catalog)
     if collection is None or collection.thread_field is None:
-        return Clause("TRUE")
-    field = collection.fields[collection.thread_field]
-    column, *keys = field.path
+        return None
+    column, *keys = collection.fields[collection.thread_field].path
     value = anchor.content if column == "content" else anchor.annotations
     for key in keys:
         value = value.get(key) if isinstance(value, dict) else None
     # Declared paths are validated names (FIELD_PATH), so the column is one of two literals.
-    expression = f"r.{'content' if column == 'content' else 'annotations'} #> %s"
+    return ("content" if column == "content" else "annotations"), tuple(keys), value
+
+
+def same_thread(anchor, catalog: Catalog) -> Clause:
+    """SQL: the row ``r`` carries the anchor's thread value (or, like the anchor, none) at the path
+    of the anchor's thread field; TRUE when its collection version declares none."""
+    thread = thread_of(anchor, catalog)
+    if thread is None:
+        return Clause("TRUE")
+    column, keys, value = thread
+    expression = f"r.{column} #> %s"
     if value is None:
         return Clause(f"({expression}) IS NULL OR jsonb_typeof({expression}) = 'null'", (list(keys), list(keys)))
     return Clause(f"({expression}) = %s::jsonb", (list(keys), json.dumps(value)))
