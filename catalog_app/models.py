@@ -143,6 +143,11 @@ class Record(models.Model):
         indexes = [
             models.Index(fields=["workspace", "entity", "-seq"], name="record_entity_seq"),
             models.Index(fields=["workspace", "collection", "entity", "-seq"], name="record_collection_seq"),
+            # Conversation order (``occurred_at``, then ``seq``) inside one collection and entity:
+            # the memory lookups' ``around``/``latest`` and the brief's neighbours probe it
+            # instead of sorting all of an entity's records.
+            models.Index(fields=["workspace", "collection", "entity", "-occurred_at", "-seq"],
+                         name="record_conversation"),
             models.Index(fields=["workspace", "entity", "collection", "key", "status", "-seq"],
                          condition=Q(key__isnull=False), name="record_keyed_lane"),
             models.Index(fields=["workspace", "type", "-seq"], name="record_type_seq"),
