@@ -67,17 +67,13 @@ def memory_grep(*, workspace, request: GrepRequest) -> dict:
 
 def _verified(scope: Clause, seqs: tuple[int, ...], matcher) -> list[PassageRow]:
     """The passages of ``scope`` among records ``seqs`` whose text holds the phrase, newest
-    first: texts are read and checked first, whole rows only for the matches."""
+    first (one statement: candidates that fail the check are read whole too, which costs less
+    than a second round trip for the matches)."""
     if not seqs:
         return []
     where = scope & Clause("r.seq = ANY(%s::bigint[])", (list(seqs),))
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT r.seq, r.text FROM {RECORD} r WHERE {where.sql}", list(where.params))
-        matched = [seq for seq, text in cursor.fetchall() if matcher(text)]
-    if not matched:
-        return []
-    return fetch_rows(f"SELECT {COLUMNS} FROM {RECORD} r WHERE r.seq = ANY(%s::bigint[]) ORDER BY r.seq DESC",
-                      [matched])
+    rows = fetch_rows(f"SELECT {COLUMNS} FROM {RECORD} r WHERE {where.sql} ORDER BY r.seq DESC", where.params)
+    return [row for row in rows if matcher(row.text)]
 
 
 def _index_scope(window: Window) -> IndexScope:
