@@ -16,7 +16,7 @@ from memseek_site.errors import ApiError, RequestError
 from memseek_site.parsing import PUBLIC_NAME, at, parse_bool, parse_datetime, parse_int, parse_names, parse_number, \
     parse_object, parse_string
 
-from .rank_expression import RankNode, parse_rank
+from .rank_expression import RankNode, parse_rank, validate_rank
 from .render import Fence
 
 CODE = "request_schema"
@@ -213,7 +213,7 @@ def _fused_sources(doc: dict, allow_system: bool):
     rank_constant = _int(fuse.get("rank_constant", 60), "fuse.rank_constant", minimum=1, maximum=1000)
     boost = None
     if "boost" in doc:
-        boost = _rank(doc["boost"], "boost")
+        boost = _rank(doc["boost"], "boost", post_fusion=True)
     return tuple(sources), rank_constant, boost
 
 
@@ -228,7 +228,7 @@ def _source(doc: dict, path: str, name: str | None, allow_system: bool, k: int, 
             raise SpecError(CODE, "structured search requires order_by", at(path, "order_by"))
         if "rank" in doc:
             raise SpecError(CODE, "structured search is ordered by order_by; rank is not allowed", at(path, "rank"))
-    rank = _rank(doc["rank"], at(path, "rank")) if "rank" in doc else None
+    rank = _rank(doc["rank"], at(path, "rank"), mode=mode) if "rank" in doc else None
     params = _mapping(doc.get("params", {}), at(path, "params"), allowed={"candidates"})
     candidates = _int(params["candidates"], at(path, "params.candidates"), minimum=1,
                       maximum=1000) if "candidates" in params else None
@@ -381,5 +381,9 @@ def _graph_boost(raw) -> GraphBoost:
                       limit=_int(doc.get("limit", 100), "graph_boost.limit", minimum=1, maximum=100))
 
 
-def _rank(raw, path: str) -> RankNode:
-    return parse_rank(raw, path, error=SpecError)
+def _rank(raw, path: str, *, mode: str | None = None, post_fusion: bool = False) -> RankNode:
+    """The parsed expression, its signals checked against ``mode`` (or a post-fusion boost);
+    the score names it reads are checked against the catalog when the spec is resolved."""
+    node = parse_rank(raw, path, error=SpecError)
+    validate_rank(node, mode=mode, score_names=None, post_fusion=post_fusion, path=path, error=SpecError)
+    return node

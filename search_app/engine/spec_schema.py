@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 
+from .rank_expression import QUERY_SIGNAL_MODES
 from .rank_grammar import RANK_GRAMMAR
 from .spec import INCLUDE_NAMES, MAX_LIST, MAX_PROJECTIONS, MODES, OPERATORS, PUBLIC_NAME, QUERY_MODES, \
     SYSTEM_COLLECTION
@@ -52,6 +53,23 @@ def _with_mode(modes) -> dict:
     """Matches an object whose ``mode`` is present and one of ``modes``."""
     return {"required": ["mode"], "properties": {"mode": {"enum": list(modes)}}}
 
+
+def _uses(op: str) -> dict:
+    """Matches a rank tree with an ``op`` node anywhere in it: an operator list whose first item
+    is ``op``, or a list holding such a tree at any depth (only nodes and node lists are lists in
+    the grammar, and a node list starts with a list, so no other list starts with ``op``)."""
+    return {"type": "array", "minItems": 1,
+            "anyOf": [{"prefixItems": [{"const": op}]}, {"contains": _ref(f"uses_{op}")}]}
+
+
+_SIGNAL_MODES = {
+    "description": "A query signal in rank is computed only by the modes named in the grammar's x-signal-modes: "
+                   + "; ".join(f"{op} in {' and '.join(modes)}" for op, modes in QUERY_SIGNAL_MODES.items()) + ".",
+    "allOf": [{"if": {"required": ["mode"], "properties": {"mode": {"not": {"enum": list(modes)}}}},
+               "then": {"properties": {"rank": {"not": _ref(f"uses_{op}")}}}}
+              for op, modes in QUERY_SIGNAL_MODES.items()],
+}
+_WITHOUT_QUERY_SIGNALS = {"not": {"anyOf": [_ref(f"uses_{op}") for op in QUERY_SIGNAL_MODES]}}
 
 _LLM_JUDGE = {"required": ["rerank"], "properties": {"rerank": {
     "type": "object", "required": ["backend"], "properties": {"backend": {"const": "llm_judge"}}}}}
@@ -96,8 +114,9 @@ SEARCH_SPEC_SCHEMA: dict = {
         "sources": {"type": "array", "minItems": 1, "maxItems": 8, "items": _ref("source"),
                     "description": "1 to 8 searches with unique names, merged by fuse."},
         "fuse": _ref("fuse"),
-        "boost": {**_ref("rank"), "description": "Applied after fusion: RRF * max(0, boost). May not use "
-                                                 "similarity, text_match or bm25 (checked against the catalog)."},
+        "boost": {"allOf": [_ref("rank"), _WITHOUT_QUERY_SIGNALS],
+                  "description": "Applied after fusion: RRF * max(0, boost). May not use the query signals "
+                                 f"({', '.join(QUERY_SIGNAL_MODES)}); its score names are checked against the catalog."},
     },
     "dependentSchemas": {
         "fence": {"required": ["render"], "properties": {"render": {"const": True}}},
@@ -118,6 +137,7 @@ SEARCH_SPEC_SCHEMA: dict = {
         "properties": {"fuse": False, "boost": False},
         "allOf": [
             _ref("structured_rules"),
+            _ref("signal_modes"),
             {"if": _with_mode(QUERY_MODES), "then": _QUERY_REQUIRED},
             {"if": _LLM_JUDGE, "then": _with_mode(QUERY_MODES)},
         ],
@@ -129,6 +149,8 @@ SEARCH_SPEC_SCHEMA: dict = {
         "k": _integer(1, 100, default=20),
         "rank": {"$ref": RANK_EXPRESSION_ID},
         "rank_expression": {**copy.deepcopy(RANK_GRAMMAR), "$id": RANK_EXPRESSION_ID},
+        "signal_modes": _SIGNAL_MODES,
+        **{f"uses_{op}": _uses(op) for op in QUERY_SIGNAL_MODES},
         "structured_rules": {
             "description": "structured search needs a non-empty order_by and takes no rank.",
             "if": _with_mode(["structured"]),
@@ -149,7 +171,7 @@ SEARCH_SPEC_SCHEMA: dict = {
                 "k": _ref("k"),
                 "weight": {"type": "number", "exclusiveMinimum": 0, "maximum": 100, "default": 1.0},
             },
-            "allOf": [_ref("structured_rules")],
+            "allOf": [_ref("structured_rules"), _ref("signal_modes")],
         },
         "fuse": {
             "type": "object",

@@ -315,6 +315,18 @@ INVALID = [
         f"sources[1].rank{DEEP_PATH}", structural=False),
     Bad("source-rank-17-nodes", combined(source("events"), source("words", "text", rank=wide(17)), q="budget"),
         "sources[1].rank", structural=False),
+    # a query signal only where its mode computes it (the grammar's x-signal-modes)
+    Bad("rank-similarity-in-recent", recent(rank=["similarity"]), "rank"),
+    Bad("rank-similarity-in-text", {"q": "budget", "mode": "text", "rank": ["normalize", ["similarity"]]}, "rank[1]"),
+    Bad("rank-bm25-deep-in-vector", {"q": "budget", "mode": "vector", "rank": ["sum", [
+        ["similarity"], ["product", 2, ["saturate", ["bm25"], {"midpoint": 1, "exponent": 1}]]]]}, "rank[1][1][2][1]"),
+    Bad("rank-text-match-in-recent", recent(rank=["max", [["const", 1], ["text_match"]]]), "rank[1][1]"),
+    Bad("source-rank-similarity-in-recent", combined(source("events", rank=["similarity"])), "sources[0].rank"),
+    Bad("source-rank-bm25-in-vector", combined(source("meaning", "vector", rank=["bm25"]), q="budget"),
+        "sources[0].rank"),
+    Bad("boost-similarity", combined(source("meaning", "vector"), q="budget", boost=["normalize", ["similarity"]]),
+        "boost[1]"),
+    Bad("boost-text-match", combined(boost=["sum", [["const", 1], ["text_match"]]]), "boost[1][1]"),
     Bad("boost-unknown-operator", combined(boost=["importance"]), "boost[0]"),
     Bad("boost-depth-6", combined(boost=["normalize", ["normalize", ["normalize", ["normalize", ["normalize", [
         "score", "importance"]]]]]]), f"boost{DEEP_PATH}", structural=False),
@@ -328,6 +340,7 @@ HTTP_SUBSET = (
     "collection-versions-not-in-collections", "after-later-than-before", "keyed-1", "llm-judge-with-recent",
     "graph-boost-anchor-129", "source-names-duplicate", "source-weight-huge-integer", "fuse-kind-other",
     "top-level-where-with-sources", "source-rank-depth-6", "boost-17-nodes", "body-not-object",
+    "rank-similarity-in-recent", "boost-similarity",
 )
 BY_ID = {row.id: row for row in INVALID}
 # Over HTTP the body's one JSON decoding (memseek_site.json_body) refuses an integer outside
@@ -464,6 +477,9 @@ VALID = [
     pytest.param(hybrid(rank=wide(16)), id="rank-16-nodes"),
     pytest.param(hybrid(rank=["bm25"]), id="rank-bm25"),
     pytest.param(recent(rank=SHIPPED_DEFAULT_VARIANTS["recent"]), id="rank-shipped-recent"),
+    pytest.param(recent(rank=["score", "similarity"]), id="rank-score-named-like-a-signal-in-recent"),
+    pytest.param({"q": "budget", "mode": "text", "rank": ["sum", [["bm25"], ["text_match"]]]}, id="rank-text-signals"),
+    pytest.param(hybrid(rank=["sum", [["similarity"], ["bm25"], ["text_match"]]]), id="rank-every-signal-in-hybrid"),
     pytest.param(combined(), id="one-source"),
     pytest.param(combined(*[source(f"s{index}") for index in range(8)]), id="eight-sources"),
     pytest.param(combined(source("events", weight=0.001), fuse={"kind": "rrf", "rank_constant": 1}),
