@@ -59,6 +59,7 @@ class FuzzFailure:
 
 @dataclass
 class FuzzReport:
+    operations: int = 0  # in the document (or named by ``operations``)
     cases: int = 0
     by_status: collections.Counter = field(default_factory=collections.Counter)
     cases_by_operation: collections.Counter = field(default_factory=collections.Counter)
@@ -93,9 +94,10 @@ def _config(base_url: str, key: str, seed: int):
 
 
 def fuzz_live(base_url: str, key: str, *, examples: int, modes=MODES, seed: int = 20, timeout_s: float = 120,
-              operations: tuple[str, ...] | None = None) -> FuzzReport:
+              operations: tuple[str, ...] | None = None, observe=None) -> FuzzReport:
     """Fuzz every operation of ``base_url``'s document with ``examples`` cases per operation and
-    mode; ``operations`` (labels such as ``"POST /search"``) narrows the run."""
+    mode; ``operations`` (labels such as ``"POST /search"``) narrows the run. ``observe(case,
+    response)``, when given, sees every response (the soak counts them with its other phases)."""
     import requests
     import schemathesis
     from hypothesis import HealthCheck, Phase, given, settings
@@ -112,10 +114,11 @@ def fuzz_live(base_url: str, key: str, *, examples: int, modes=MODES, seed: int 
         operation = result.ok()
         if operations is not None and operation.label not in operations:
             continue
+        report.operations += 1
         for mode in modes:
             strategy = operation.as_strategy(generation_mode=GenerationMode(mode))
             test = hypothesis_settings(given(case=strategy)(_case_runner(operation.label, mode, session, timeout_s,
-                                                                         report)))
+                                                                         report, observe)))
             try:
                 test()
             except Unsatisfiable:
@@ -229,20 +232,22 @@ def valid_data_is_accepted(ctx, response, case) -> None:
                          f"{response.text[:300]}")
 
 
-def _case_runner(label: str, mode: str, session, timeout_s: float, report: FuzzReport):
+def _case_runner(label: str, mode: str, session, timeout_s: float, report: FuzzReport, observe):
     """A one-argument function that sends ``case`` and records its answer and failures in ``report``."""
     def run(case) -> None:
-        _exercise(case, label, mode, session, timeout_s, report)
+        _exercise(case, label, mode, session, timeout_s, report, observe)
     return run
 
 
-def _exercise(case, label: str, mode: str, session, timeout_s: float, report: FuzzReport) -> None:
+def _exercise(case, label: str, mode: str, session, timeout_s: float, report: FuzzReport, observe) -> None:
     from schemathesis.core.failures import FailureGroup
 
     if mode == "positive" and (rule := breaks_a_stated_rule(case)) is not None:
         report.set_aside[rule] += 1
         return
     response = case.call(session=session, timeout=timeout_s)
+    if observe is not None:
+        observe(case, response)
     report.cases += 1
     report.by_status[response.status_code] += 1
     report.cases_by_operation[label] += 1

@@ -258,8 +258,8 @@ def _scope(raw, path: str, allow_system: bool) -> Scope:
                             at(at(path, "collection_versions"), str(name)))
     for name, numbers in pinned.items():
         numbers_path = at(path, f"collection_versions.{name}")
-        if not isinstance(numbers, list) or not numbers:
-            raise SpecError(CODE, "must be a non-empty list of versions", numbers_path)
+        if not isinstance(numbers, list) or not 1 <= len(numbers) <= MAX_LIST:
+            raise SpecError(CODE, f"must be a list of 1 to {MAX_LIST} versions", numbers_path)
         checked = [_int(n, f"{numbers_path}[{i}]", minimum=1) for i, n in enumerate(numbers)]
         if len(set(checked)) != len(checked):
             raise SpecError(CODE, "lists a version twice", numbers_path)
@@ -322,8 +322,8 @@ def _scalar(value, path: str):
 
 
 def _order_by(raw, path: str) -> tuple[OrderKey, ...]:
-    if not isinstance(raw, list):
-        raise SpecError(CODE, "must be a list of {field, direction}", path)
+    if not isinstance(raw, list) or len(raw) > MAX_PROJECTIONS:
+        raise SpecError(CODE, f"must be a list of at most {MAX_PROJECTIONS} {{field, direction}}", path)
     keys, seen = [], set()
     for index, item in enumerate(raw):
         item_path = f"{path}[{index}]"

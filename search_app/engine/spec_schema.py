@@ -195,7 +195,7 @@ SEARCH_SPEC_SCHEMA: dict = {
                 "collection_versions": {
                     "type": "object",
                     "propertyNames": _ref("collection"),
-                    "additionalProperties": {"type": "array", "minItems": 1, "uniqueItems": True,
+                    "additionalProperties": {"type": "array", "minItems": 1, "maxItems": MAX_LIST, "uniqueItems": True,
                                              "items": _integer(1)},
                 },
                 "entities": _ref("non_empty_strings"),
@@ -226,6 +226,7 @@ SEARCH_SPEC_SCHEMA: dict = {
         "where": {"type": "object", "propertyNames": _ref("name"), "additionalProperties": _ref("conditions")},
         "order_by": {
             "type": "array",
+            "maxItems": MAX_PROJECTIONS,
             "items": {
                 "type": "object",
                 "additionalProperties": False,
