@@ -139,7 +139,7 @@ def schemathesis_phase(port: int, key: str, *, examples: int, seed: int, tally) 
     from bench.soak_client import Answer
 
     def observe(case, response) -> None:
-        answer = Answer(response.status_code, {}, response.content, 0.0, response.elapsed.total_seconds())
+        answer = Answer(response.status_code, {}, response.content, 0.0, response.elapsed)
         body = response.request.body or b""
         tally.add("schemathesis", answer, {"route": case.operation.label, "path": response.request.path_url[:2000],
                                            "body": (body.decode("utf-8", "replace") if isinstance(body, bytes)
