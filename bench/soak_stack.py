@@ -150,7 +150,8 @@ class MemoryWatch:
     coarse series, every ``series_every_s``, of the largest process of each role.
     ``watch(role, pid_of)`` adds a role whose root pid ``pid_of()`` returns (None while it is down)."""
 
-    def __init__(self, interval_s: float = 0.5, series_every_s: float = 10.0, pooled: tuple[str, ...] = ("postgres child",)):
+    def __init__(self, interval_s: float = 0.5, series_every_s: float = 10.0,
+                 pooled: tuple[str, ...] = ("postgres child",)):
         self.interval_s, self.series_every_s, self.pooled = interval_s, series_every_s, pooled
         self.roles: list[tuple[str, object]] = []
         self.peaks: dict[int | str, dict] = {}

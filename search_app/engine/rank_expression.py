@@ -330,8 +330,9 @@ def validate_rank(node: RankNode, *, mode: str | None, score_names: Collection[s
     ``mode`` is the search mode (``vector``, ``text``, ``hybrid``, ``recent``; ``structured``
     accepts no rank at all); it is ignored when ``post_fusion`` is true. ``score_names`` are the
     declared score names reachable by the search; ``None`` where no catalog is known yet (the
-    SearchSpec parser checks the signals and modes, resolution checks the names). ``post_fusion`` marks a multi-source
-    ``boost``, which may use only ``score``, ``age_hours``, ``const`` and shapers.
+    SearchSpec parser checks the signals and modes, resolution checks the names).
+    ``post_fusion`` marks a multi-source ``boost``, which may use only ``score``, ``age_hours``,
+    ``const`` and shapers.
     Returns None. Raises ``error`` (default ``RankError``) naming the offending node's path;
     ``ValueError`` for a mode that is not one of ``MODES``.
     """

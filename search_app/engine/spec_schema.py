@@ -116,7 +116,8 @@ SEARCH_SPEC_SCHEMA: dict = {
         "fuse": _ref("fuse"),
         "boost": {"allOf": [_ref("rank"), _WITHOUT_QUERY_SIGNALS],
                   "description": "Applied after fusion: RRF * max(0, boost). May not use the query signals "
-                                 f"({', '.join(QUERY_SIGNAL_MODES)}); its score names are checked against the catalog."},
+                                 f"({', '.join(QUERY_SIGNAL_MODES)}); its score names are checked against the "
+                                 "catalog."},
     },
     "dependentSchemas": {
         "fence": {"required": ["render"], "properties": {"render": {"const": True}}},

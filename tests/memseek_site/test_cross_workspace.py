@@ -61,7 +61,8 @@ def world(catalog, api, other_workspace_api, settings):
         for n in range(20)])
     a_receipt = other_workspace_api.post("/retrieve", {"query": "Q3 budget"}, format="json").json()["receiptId"]
     b_receipt = api.post("/retrieve", {"query": "Q3 budget"}, format="json").json()["receiptId"]
-    return {"a": a, "a_api": other_workspace_api, "a_ids": a_ids, "b_ids": b_ids, "a_receipt": a_receipt, "b_receipt": b_receipt,
+    return {"a": a, "a_api": other_workspace_api, "a_ids": a_ids, "b_ids": b_ids, "a_receipt": a_receipt,
+            "b_receipt": b_receipt,
             "a_draft": a_ids[3], "a_draft_2": a_ids[4]}
 
 
