@@ -103,6 +103,7 @@ def fuzz_live(base_url: str, key: str, *, examples: int, modes=MODES, seed: int 
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis.errors import Unsatisfiable
     from schemathesis import GenerationMode
+    from schemathesis.core.errors import InvalidSchema
     schema = schemathesis.openapi.from_url(f"{base_url}/api/schema/?format=json", config=_config(base_url, key, seed),
                                            timeout=timeout_s)
     report, started = FuzzReport(), time.monotonic()
@@ -124,6 +125,11 @@ def fuzz_live(base_url: str, key: str, *, examples: int, modes=MODES, seed: int 
             except Unsatisfiable:
                 # Nothing to negate: the operation takes no parameters and no body.
                 report.without_cases.append(f"{operation.label} [{mode}]")
+            except InvalidSchema as error:
+                # schemathesis could not draw from the document: the rest of this operation and
+                # mode went unsent, so it counts as a failure, and the other operations still run.
+                report.failures.append(FuzzFailure(operation=operation.label, mode=mode, status=0,
+                                                   checks=("generation_error",), message=str(error), curl=""))
     report.seconds = time.monotonic() - started
     return report
 
@@ -134,7 +140,8 @@ def breaks_a_stated_rule(case) -> str | None:
     Schema over its query parameters, e.g. fence_preamble needs fence_tag), and the SearchSpec's
     ``x-parser-only-rules`` between members (unique source names and order_by fields, pinned
     versions only for scoped collections, occurred_after before occurred_before, rank trees of
-    at most 5 levels and 16 nodes), which also hold in the scopes other routes share with it."""
+    at most 5 levels and 16 nodes, a query signal only in the modes that compute it), which also
+    hold in the scopes other routes share with it."""
     import jsonschema
 
     from memseek_site.openapi import ISSUED_BY_SERVER, QUERY_RULES
@@ -196,23 +203,44 @@ def _search_spec_rule_broken(node) -> str | None:
     for key in ("rank", "boost"):
         if key in node and isinstance(node[key], list) and _rank_too_large(node[key]):
             return "rank trees have at most 5 levels and 16 nodes"
+    if _signal_out_of_mode(node):
+        return "a query signal only in the modes that compute it"
     return next((broken for key, value in node.items() if key not in ("rank", "boost")
                  if (broken := _search_spec_rule_broken(value))), None)
 
 
-def _rank_too_large(tree: list) -> bool:
-    from search_app.engine.rank_expression import MAX_DEPTH, MAX_NODES
-
-    nodes, deepest, pending = 0, 0, [(tree, 1)]
+def _rank_nodes(tree: list):
+    """``(node, depth)`` of every operator list in a rank tree (root depth 1)."""
+    pending = [(tree, 1)]
     while pending:
         node, depth = pending.pop()
-        nodes, deepest = nodes + 1, max(deepest, depth)
+        yield node, depth
         for argument in node[1:]:
             children = argument if isinstance(argument, list) and argument and isinstance(argument[0], list) \
                 else [argument]
             pending.extend((child, depth + 1) for child in children
                            if isinstance(child, list) and child and isinstance(child[0], str))
-    return nodes > MAX_NODES or deepest > MAX_DEPTH
+
+
+def _rank_too_large(tree: list) -> bool:
+    from search_app.engine.rank_expression import MAX_DEPTH, MAX_NODES
+
+    nodes = list(_rank_nodes(tree))
+    return len(nodes) > MAX_NODES or max(depth for _, depth in nodes) > MAX_DEPTH
+
+
+def _signal_out_of_mode(node: dict) -> bool:
+    """A search (``mode`` and ``rank``) whose rank reads a query signal its mode does not compute,
+    or a ``boost`` that reads one (the rank grammar's ``x-signal-modes``)."""
+    from search_app.engine.rank_expression import QUERY_SIGNAL_MODES
+
+    def ops(tree) -> set:
+        return {item[0] for item, _ in _rank_nodes(tree)} if isinstance(tree, list) and tree else set()
+
+    if isinstance(node.get("mode"), str) and any(node["mode"] not in QUERY_SIGNAL_MODES[op]
+                                                 for op in ops(node.get("rank")) & set(QUERY_SIGNAL_MODES)):
+        return True
+    return bool(ops(node.get("boost")) & set(QUERY_SIGNAL_MODES))
 
 
 def valid_data_is_accepted(ctx, response, case) -> None:

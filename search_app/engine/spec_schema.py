@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 
-from .rank_expression import QUERY_SIGNAL_MODES
 from .rank_grammar import RANK_GRAMMAR
 from .spec import INCLUDE_NAMES, MAX_LIST, MAX_PROJECTIONS, MODES, OPERATORS, PUBLIC_NAME, QUERY_MODES, \
     SYSTEM_COLLECTION
@@ -54,23 +53,6 @@ def _with_mode(modes) -> dict:
     return {"required": ["mode"], "properties": {"mode": {"enum": list(modes)}}}
 
 
-def _uses(op: str) -> dict:
-    """Matches a rank tree with an ``op`` node anywhere in it: an operator list whose first item
-    is ``op``, or a list holding such a tree at any depth (only nodes and node lists are lists in
-    the grammar, and a node list starts with a list, so no other list starts with ``op``)."""
-    return {"type": "array", "minItems": 1,
-            "anyOf": [{"prefixItems": [{"const": op}]}, {"contains": _ref(f"uses_{op}")}]}
-
-
-_SIGNAL_MODES = {
-    "description": "A query signal in rank is computed only by the modes named in the grammar's x-signal-modes: "
-                   + "; ".join(f"{op} in {' and '.join(modes)}" for op, modes in QUERY_SIGNAL_MODES.items()) + ".",
-    "allOf": [{"if": {"required": ["mode"], "properties": {"mode": {"not": {"enum": list(modes)}}}},
-               "then": {"properties": {"rank": {"not": _ref(f"uses_{op}")}}}}
-              for op, modes in QUERY_SIGNAL_MODES.items()],
-}
-_WITHOUT_QUERY_SIGNALS = {"not": {"anyOf": [_ref(f"uses_{op}") for op in QUERY_SIGNAL_MODES]}}
-
 _LLM_JUDGE = {"required": ["rerank"], "properties": {"rerank": {
     "type": "object", "required": ["backend"], "properties": {"backend": {"const": "llm_judge"}}}}}
 _QUERY_REQUIRED = {"required": ["q"], "properties": {"q": _ref("query_text")}}
@@ -87,6 +69,8 @@ SEARCH_SPEC_SCHEMA: dict = {
         "every key of scope.collection_versions also appears in scope.collections",
         "occurred_after and occurred_before are real ISO 8601 timestamps, and occurred_after is earlier",
         "a rank or boost expression has at most 5 levels and 16 nodes, and score names are non-blank",
+        "a query signal in a rank expression only in the modes the rank grammar's x-signal-modes names for it "
+        "(similarity in vector and hybrid; text_match and bm25 in text and hybrid), and none in a boost",
         "q has at most MAX_QUERY_CHARS characters (422 query_too_long), see x-max-length-setting",
     ],
     "type": "object",
@@ -114,10 +98,8 @@ SEARCH_SPEC_SCHEMA: dict = {
         "sources": {"type": "array", "minItems": 1, "maxItems": 8, "items": _ref("source"),
                     "description": "1 to 8 searches with unique names, merged by fuse."},
         "fuse": _ref("fuse"),
-        "boost": {"allOf": [_ref("rank"), _WITHOUT_QUERY_SIGNALS],
-                  "description": "Applied after fusion: RRF * max(0, boost). May not use the query signals "
-                                 f"({', '.join(QUERY_SIGNAL_MODES)}); its score names are checked against the "
-                                 "catalog."},
+        "boost": {**_ref("rank"), "description": "Applied after fusion: RRF * max(0, boost). May not use "
+                                                 "similarity, text_match or bm25."},
     },
     "dependentSchemas": {
         "fence": {"required": ["render"], "properties": {"render": {"const": True}}},
@@ -138,7 +120,6 @@ SEARCH_SPEC_SCHEMA: dict = {
         "properties": {"fuse": False, "boost": False},
         "allOf": [
             _ref("structured_rules"),
-            _ref("signal_modes"),
             {"if": _with_mode(QUERY_MODES), "then": _QUERY_REQUIRED},
             {"if": _LLM_JUDGE, "then": _with_mode(QUERY_MODES)},
         ],
@@ -150,8 +131,6 @@ SEARCH_SPEC_SCHEMA: dict = {
         "k": _integer(1, 100, default=20),
         "rank": {"$ref": RANK_EXPRESSION_ID},
         "rank_expression": {**copy.deepcopy(RANK_GRAMMAR), "$id": RANK_EXPRESSION_ID},
-        "signal_modes": _SIGNAL_MODES,
-        **{f"uses_{op}": _uses(op) for op in QUERY_SIGNAL_MODES},
         "structured_rules": {
             "description": "structured search needs a non-empty order_by and takes no rank.",
             "if": _with_mode(["structured"]),
@@ -172,7 +151,7 @@ SEARCH_SPEC_SCHEMA: dict = {
                 "k": _ref("k"),
                 "weight": {"type": "number", "exclusiveMinimum": 0, "maximum": 100, "default": 1.0},
             },
-            "allOf": [_ref("structured_rules"), _ref("signal_modes")],
+            "allOf": [_ref("structured_rules")],
         },
         "fuse": {
             "type": "object",
