@@ -32,8 +32,10 @@ from pathlib import Path
 # (approving a record that is not a draft, a response over MAX_RESPONSE_BYTES, no catalog yet);
 # and 422 with one of CATALOG_CODES below, the rules that need the workspace's catalog (which
 # collections, fields, scores, annotations, profiles, graphs and view parameters it declares, and
-# the JSON Schema of each collection's content). Any other 4xx, a 422 request_schema above all,
-# means the document accepts what the server refuses: a mismatch to fix.
+# the JSON Schema of each collection's content); and 400 lexical_scan_budget, when the first source
+# row after a lexical search's cursor is larger than its scan_bytes_limit (a fact about the
+# workspace's rows). Any other 4xx, a 422 request_schema above all, means the document accepts
+# what the server refuses: a mismatch to fix.
 POSITIVE_STATUSES = (404, 409)
 CATALOG_CODES = frozenset({
     "unknown_collection", "unknown_collection_version", "record_mode", "text_required", "text_mismatch",
@@ -42,6 +44,7 @@ CATALOG_CODES = frozenset({
     "field_permission", "field_operator", "field_operand", "unknown_annotation", "required_annotation",
     "rerank_model", "graph_unavailable", "graph_ambiguous", "view_parameter", "record_not_in_receipt",
 })
+DATA_CODES = {400: frozenset({"lexical_scan_budget"}), 422: CATALOG_CODES}
 # What a request invalid by the document may get: the client errors Memseek answers for bad input.
 NEGATIVE_STATUSES = ("400", "404", "405", "409", "413", "414", "415", "422")
 MODES = ("positive", "negative")
@@ -245,7 +248,8 @@ def _signal_out_of_mode(node: dict) -> bool:
 
 def valid_data_is_accepted(ctx, response, case) -> None:
     """schemathesis's ``positive_data_acceptance`` with Memseek's codes: a request valid by the
-    document is answered 2xx, or 404/409, or 422 with a ``CATALOG_CODES`` code."""
+    document is answered 2xx, or 404/409, or with a code of ``DATA_CODES`` (the workspace's
+    catalog or rows decide it)."""
     if case.meta is None or not case.meta.generation.mode.is_positive or response.status_code < 400:
         return
     if response.status_code in POSITIVE_STATUSES:
@@ -254,7 +258,7 @@ def valid_data_is_accepted(ctx, response, case) -> None:
         code = response.json().get("error")
     except ValueError:
         code = None
-    if response.status_code == 422 and code in CATALOG_CODES:
+    if code in DATA_CODES.get(response.status_code, ()):
         return
     raise AssertionError(f"a request valid by the document was refused: {response.status_code} {code} "
                          f"{response.text[:300]}")
