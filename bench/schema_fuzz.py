@@ -32,8 +32,10 @@ from pathlib import Path
 # (approving a record that is not a draft, a response over MAX_RESPONSE_BYTES, no catalog yet);
 # and 422 with one of CATALOG_CODES below, the rules that need the workspace's catalog (which
 # collections, fields, scores, annotations, profiles, graphs and view parameters it declares, and
-# the JSON Schema of each collection's content). Any other 4xx, a 422 request_schema above all,
-# means the document accepts what the server refuses: a mismatch to fix.
+# the JSON Schema of each collection's content); and 400 lexical_scan_budget, when the first source
+# row after a lexical search's cursor is larger than its scan_bytes_limit (a fact about the
+# workspace's rows). Any other 4xx, a 422 request_schema above all, means the document accepts
+# what the server refuses: a mismatch to fix.
 POSITIVE_STATUSES = (404, 409)
 CATALOG_CODES = frozenset({
     "unknown_collection", "unknown_collection_version", "record_mode", "text_required", "text_mismatch",
@@ -42,6 +44,7 @@ CATALOG_CODES = frozenset({
     "field_permission", "field_operator", "field_operand", "unknown_annotation", "required_annotation",
     "rerank_model", "graph_unavailable", "graph_ambiguous", "view_parameter", "record_not_in_receipt",
 })
+DATA_CODES = {400: frozenset({"lexical_scan_budget"}), 422: CATALOG_CODES}
 # What a request invalid by the document may get: the client errors Memseek answers for bad input.
 NEGATIVE_STATUSES = ("400", "404", "405", "409", "413", "414", "415", "422")
 MODES = ("positive", "negative")
@@ -59,6 +62,7 @@ class FuzzFailure:
 
 @dataclass
 class FuzzReport:
+    operations: int = 0  # in the document (or named by ``operations``)
     cases: int = 0
     by_status: collections.Counter = field(default_factory=collections.Counter)
     cases_by_operation: collections.Counter = field(default_factory=collections.Counter)
@@ -93,14 +97,16 @@ def _config(base_url: str, key: str, seed: int):
 
 
 def fuzz_live(base_url: str, key: str, *, examples: int, modes=MODES, seed: int = 20, timeout_s: float = 120,
-              operations: tuple[str, ...] | None = None) -> FuzzReport:
+              operations: tuple[str, ...] | None = None, observe=None) -> FuzzReport:
     """Fuzz every operation of ``base_url``'s document with ``examples`` cases per operation and
-    mode; ``operations`` (labels such as ``"POST /search"``) narrows the run."""
+    mode; ``operations`` (labels such as ``"POST /search"``) narrows the run. ``observe(case,
+    response)``, when given, sees every response (the soak counts them with its other phases)."""
     import requests
     import schemathesis
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis.errors import Unsatisfiable
     from schemathesis import GenerationMode
+    from schemathesis.core.errors import InvalidSchema
     schema = schemathesis.openapi.from_url(f"{base_url}/api/schema/?format=json", config=_config(base_url, key, seed),
                                            timeout=timeout_s)
     report, started = FuzzReport(), time.monotonic()
@@ -112,15 +118,21 @@ def fuzz_live(base_url: str, key: str, *, examples: int, modes=MODES, seed: int 
         operation = result.ok()
         if operations is not None and operation.label not in operations:
             continue
+        report.operations += 1
         for mode in modes:
             strategy = operation.as_strategy(generation_mode=GenerationMode(mode))
             test = hypothesis_settings(given(case=strategy)(_case_runner(operation.label, mode, session, timeout_s,
-                                                                         report)))
+                                                                         report, observe)))
             try:
                 test()
             except Unsatisfiable:
                 # Nothing to negate: the operation takes no parameters and no body.
                 report.without_cases.append(f"{operation.label} [{mode}]")
+            except InvalidSchema as error:
+                # schemathesis could not draw from the document: the rest of this operation and
+                # mode went unsent, so it counts as a failure, and the other operations still run.
+                report.failures.append(FuzzFailure(operation=operation.label, mode=mode, status=0,
+                                                   checks=("generation_error",), message=str(error), curl=""))
     report.seconds = time.monotonic() - started
     return report
 
@@ -131,7 +143,8 @@ def breaks_a_stated_rule(case) -> str | None:
     Schema over its query parameters, e.g. fence_preamble needs fence_tag), and the SearchSpec's
     ``x-parser-only-rules`` between members (unique source names and order_by fields, pinned
     versions only for scoped collections, occurred_after before occurred_before, rank trees of
-    at most 5 levels and 16 nodes), which also hold in the scopes other routes share with it."""
+    at most 5 levels and 16 nodes, a query signal only in the modes that compute it), which also
+    hold in the scopes other routes share with it."""
     import jsonschema
 
     from memseek_site.openapi import ISSUED_BY_SERVER, QUERY_RULES
@@ -193,28 +206,50 @@ def _search_spec_rule_broken(node) -> str | None:
     for key in ("rank", "boost"):
         if key in node and isinstance(node[key], list) and _rank_too_large(node[key]):
             return "rank trees have at most 5 levels and 16 nodes"
+    if _signal_out_of_mode(node):
+        return "a query signal only in the modes that compute it"
     return next((broken for key, value in node.items() if key not in ("rank", "boost")
                  if (broken := _search_spec_rule_broken(value))), None)
 
 
-def _rank_too_large(tree: list) -> bool:
-    from search_app.engine.rank_expression import MAX_DEPTH, MAX_NODES
-
-    nodes, deepest, pending = 0, 0, [(tree, 1)]
+def _rank_nodes(tree: list):
+    """``(node, depth)`` of every operator list in a rank tree (root depth 1)."""
+    pending = [(tree, 1)]
     while pending:
         node, depth = pending.pop()
-        nodes, deepest = nodes + 1, max(deepest, depth)
+        yield node, depth
         for argument in node[1:]:
             children = argument if isinstance(argument, list) and argument and isinstance(argument[0], list) \
                 else [argument]
             pending.extend((child, depth + 1) for child in children
                            if isinstance(child, list) and child and isinstance(child[0], str))
-    return nodes > MAX_NODES or deepest > MAX_DEPTH
+
+
+def _rank_too_large(tree: list) -> bool:
+    from search_app.engine.rank_expression import MAX_DEPTH, MAX_NODES
+
+    nodes = list(_rank_nodes(tree))
+    return len(nodes) > MAX_NODES or max(depth for _, depth in nodes) > MAX_DEPTH
+
+
+def _signal_out_of_mode(node: dict) -> bool:
+    """A search (``mode`` and ``rank``) whose rank reads a query signal its mode does not compute,
+    or a ``boost`` that reads one (the rank grammar's ``x-signal-modes``)."""
+    from search_app.engine.rank_expression import QUERY_SIGNAL_MODES
+
+    def ops(tree) -> set:
+        return {item[0] for item, _ in _rank_nodes(tree)} if isinstance(tree, list) and tree else set()
+
+    if isinstance(node.get("mode"), str) and any(node["mode"] not in QUERY_SIGNAL_MODES[op]
+                                                 for op in ops(node.get("rank")) & set(QUERY_SIGNAL_MODES)):
+        return True
+    return bool(ops(node.get("boost")) & set(QUERY_SIGNAL_MODES))
 
 
 def valid_data_is_accepted(ctx, response, case) -> None:
     """schemathesis's ``positive_data_acceptance`` with Memseek's codes: a request valid by the
-    document is answered 2xx, or 404/409, or 422 with a ``CATALOG_CODES`` code."""
+    document is answered 2xx, or 404/409, or with a code of ``DATA_CODES`` (the workspace's
+    catalog or rows decide it)."""
     if case.meta is None or not case.meta.generation.mode.is_positive or response.status_code < 400:
         return
     if response.status_code in POSITIVE_STATUSES:
@@ -223,26 +258,28 @@ def valid_data_is_accepted(ctx, response, case) -> None:
         code = response.json().get("error")
     except ValueError:
         code = None
-    if response.status_code == 422 and code in CATALOG_CODES:
+    if code in DATA_CODES.get(response.status_code, ()):
         return
     raise AssertionError(f"a request valid by the document was refused: {response.status_code} {code} "
                          f"{response.text[:300]}")
 
 
-def _case_runner(label: str, mode: str, session, timeout_s: float, report: FuzzReport):
+def _case_runner(label: str, mode: str, session, timeout_s: float, report: FuzzReport, observe):
     """A one-argument function that sends ``case`` and records its answer and failures in ``report``."""
     def run(case) -> None:
-        _exercise(case, label, mode, session, timeout_s, report)
+        _exercise(case, label, mode, session, timeout_s, report, observe)
     return run
 
 
-def _exercise(case, label: str, mode: str, session, timeout_s: float, report: FuzzReport) -> None:
+def _exercise(case, label: str, mode: str, session, timeout_s: float, report: FuzzReport, observe) -> None:
     from schemathesis.core.failures import FailureGroup
 
     if mode == "positive" and (rule := breaks_a_stated_rule(case)) is not None:
         report.set_aside[rule] += 1
         return
     response = case.call(session=session, timeout=timeout_s)
+    if observe is not None:
+        observe(case, response)
     report.cases += 1
     report.by_status[response.status_code] += 1
     report.cases_by_operation[label] += 1

@@ -11,7 +11,8 @@ them, prepares quickstart's ``demo`` workspace and a second one, and then, in or
 
 1. ``transport``: the transport cases of issue #20's table, each against the answer it must get;
 2. ``bodies``: ``--bodies`` Hypothesis-generated bodies for every POST route, four in five hostile;
-3. ``schemathesis``: ``st run`` over the live ``/api/schema/``, every operation;
+3. ``schemathesis``: ``bench.schema_fuzz.fuzz_live`` over the live ``/api/schema/``, every
+   operation, positive and negative cases, with the checks of the CI test;
 4. ``load``: 16 writers and 8 readers for ``--load-seconds`` while the Celery worker is SIGKILLed
    and restarted, the database stopped for ``--database-down-seconds`` and started, and Redis
    restarted; then every acknowledged record must be stored and ready, its dedupe key stored once,
@@ -71,7 +72,6 @@ def run(args) -> dict:
     from bench.soak_client import Tally
     from bench.soak_fuzz import fuzz_context, run_fuzz
     from bench.soak_load import check_writes, run_load, tally_load
-    from bench.soak_schema import run_schemathesis
     from bench.soak_stack import SoakStack
     from bench.soak_transport import run_transport
 
@@ -100,8 +100,8 @@ def run(args) -> dict:
             event(f"bodies: {sent} generated bodies sent")
         if "schemathesis" not in args.skip:
             begun = time.monotonic()
-            phases["schemathesis"] = run_schemathesis(stack.port, demo, max_examples=args.schemathesis_examples,
-                                                      seed=args.seed, tally=tally)
+            phases["schemathesis"] = schemathesis_phase(stack.port, demo, examples=args.schemathesis_examples,
+                                                        seed=args.seed, tally=tally)
             phases["schemathesis"]["seconds"] = round(time.monotonic() - begun, 1)
             event(f"schemathesis: {phases['schemathesis']['requests']} requests")
         if "load" not in args.skip:
@@ -119,6 +119,7 @@ def run(args) -> dict:
                   f"{writes['not_ready']} not ready")
     finally:
         memory = stack.memory.stop()
+        memory_series = stack.memory.series
         stack.close()
     event("stack stopped")
     return {"settings": {key: (sorted(value) if isinstance(value, set) else str(value) if isinstance(value, Path)
@@ -128,7 +129,27 @@ def run(args) -> dict:
             "seconds": round(time.monotonic() - started, 1), "events": events, "phases": phases,
             "counts": tally.rows(), "routes": tally.route_rows(), "server_errors": tally.server_errors, "no_answer": tally.no_answer,
             "not_envelope": tally.not_envelope,
-            "memory": memory}
+            "memory": memory, "memory_series": memory_series}
+
+
+def schemathesis_phase(port: int, key: str, *, examples: int, seed: int, tally) -> dict:
+    """``fuzz_live`` over every operation; each response is tallied in phase ``schemathesis``.
+    Returns the operations, requests, the positive cases set aside and the failed checks."""
+    from bench.schema_fuzz import _django_ready, fuzz_live
+    from bench.soak_client import Answer
+
+    def observe(case, response) -> None:
+        answer = Answer(response.status_code, {}, response.content, 0.0, response.elapsed)
+        body = response.request.body or b""
+        tally.add("schemathesis", answer, {"route": case.operation.label, "path": response.request.path_url[:2000],
+                                           "body": (body.decode("utf-8", "replace") if isinstance(body, bytes)
+                                                    else str(body))[:2000]})
+
+    _django_ready()  # the checks read the project's own rules
+    report = fuzz_live(f"http://127.0.0.1:{port}", key, examples=examples, seed=seed, observe=observe)
+    return {"operations": report.operations, "operations_with_cases": len(report.cases_by_operation),
+            "requests": report.cases, "without_cases": report.without_cases, "set_aside": dict(report.set_aside),
+            "failures": len(report.failures), "failure_summary": report.failure_summary()}
 
 
 def main(argv=None) -> int:

@@ -144,14 +144,19 @@ def prepare_service(database_url: str, broker_url: str) -> dict[str, str]:
 
 class MemoryWatch:
     """Samples the resident memory of the watched processes and their children every
-    ``interval_s`` on a thread of its own; keeps each process's peak (a killed and restarted
-    process is a new entry). ``watch(role, pid_of)`` adds a role whose root pid ``pid_of()``
-    returns (None while it is down)."""
+    ``interval_s`` on a thread of its own. Keeps each process's peak (a killed and restarted
+    process is a new entry), except the processes of a ``pooled`` role (the database's backends,
+    which come and go by the hundred), kept as one entry with their count and highest peak; and a
+    coarse series, every ``series_every_s``, of the largest process of each role.
+    ``watch(role, pid_of)`` adds a role whose root pid ``pid_of()`` returns (None while it is down)."""
 
-    def __init__(self, interval_s: float = 0.5):
-        self.interval_s = interval_s
+    def __init__(self, interval_s: float = 0.5, series_every_s: float = 10.0,
+                 pooled: tuple[str, ...] = ("postgres child",)):
+        self.interval_s, self.series_every_s, self.pooled = interval_s, series_every_s, pooled
         self.roles: list[tuple[str, object]] = []
-        self.peaks: dict[int, dict] = {}
+        self.peaks: dict[int | str, dict] = {}
+        self.series: list[dict] = []
+        self._started = time.monotonic()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="soak-memory", daemon=True)
 
@@ -159,14 +164,18 @@ class MemoryWatch:
         self.roles.append((role, pid_of))
 
     def start(self) -> None:
+        self._started = time.monotonic()
         self._thread.start()
 
     def stop(self) -> list[dict]:
+        """Every entry (sorted by role, highest peak first); pooled entries count ``processes``."""
         if self._thread.is_alive():
             self._stop.set()
             self._thread.join(10)
             self.sample()
-        return sorted(self.peaks.values(), key=lambda entry: (entry["role"], -entry["peak_rss_mib"]))
+        entries = [{**entry, "processes": len(entry["processes"])} if "processes" in entry else entry
+                   for entry in self.peaks.values()]
+        return sorted(entries, key=lambda entry: (entry["role"], -entry["peak_rss_mib"]))
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval_s):
@@ -175,6 +184,7 @@ class MemoryWatch:
     def sample(self) -> None:
         import psutil
 
+        largest: dict[str, float] = {}
         for role, pid_of in self.roles:
             pid = pid_of()
             if pid is None:
@@ -191,10 +201,21 @@ class MemoryWatch:
                     name = " ".join(process.cmdline()[:3])[:80]
                 except psutil.Error:
                     continue
-                entry = self.peaks.setdefault(process.pid, {"role": label, "pid": process.pid, "command": name,
-                                                            "peak_rss_mib": 0.0, "samples": 0})
-                entry["peak_rss_mib"] = round(max(entry["peak_rss_mib"], rss), 1)
-                entry["samples"] += 1
+                largest[label] = round(max(largest.get(label, 0.0), rss), 1)
+                self._record(label, process.pid, name, rss)
+        at_s = time.monotonic() - self._started
+        if largest and (not self.series or at_s - self.series[-1]["at_s"] >= self.series_every_s):
+            self.series.append({"at_s": round(at_s, 1), "largest_rss_mib": largest})
+
+    def _record(self, label: str, pid: int, name: str, rss: float) -> None:
+        pooled = label in self.pooled
+        entry = self.peaks.setdefault(label if pooled else pid, {
+            "role": label, "command": name, "peak_rss_mib": 0.0, "samples": 0,
+            **({"processes": set()} if pooled else {"pid": pid})})
+        if pooled:
+            entry["processes"].add(pid)
+        entry["peak_rss_mib"] = round(max(entry["peak_rss_mib"], rss), 1)
+        entry["samples"] += 1
 
 
 class SoakStack:

@@ -10,7 +10,8 @@ Before the SDK sees a byte, the REST rules apply, each answered in the error env
 ``Origin`` header outside ``MCP_ALLOWED_ORIGINS`` is ``403 origin_not_allowed`` (clients that are
 not browsers send none), the bearer key is the REST API's (``401 unauthorized`` unless it names
 a workspace), and the body obeys the strict JSON rules and ``MAX_BODY_BYTES`` of every REST body.
-A method other than POST is ``405 method_not_allowed``.
+A method other than POST is ``405 method_not_allowed``. The body must then be one message the
+document admits (``message.MESSAGE_SCHEMA``), else it is 400 with a JSON-RPC error without an id.
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from memseek_site.json_body import decode_json_body
 
 from .listing import tools_list
 from .loop import run_here
+from .message import MESSAGE_MEMBERS, MESSAGE_RULES, invalid_request, message_problem
 from .routes import InProcessRoutes
 from .server import Allowlist, build_server
 
@@ -41,20 +43,15 @@ _JsonRpc = inline_serializer("JsonRpcMessage", {
 
 @closed_request
 class JsonRpcRequestSerializer(serializers.Serializer):
-    """One JSON-RPC 2.0 message as the MCP SDK reads it: a request (method and id), a
-    notification (method, no id) or a response to the server (id with result or error)."""
+    """One JSON-RPC 2.0 message as ``message.MESSAGE_SCHEMA`` states it (the view enforces it)."""
 
-    cross_member_rules = [{"oneOf": [
-        {"required": ["method"], "not": {"anyOf": [{"required": ["result"]}, {"required": ["error"]}]}},
-        {"required": ["id", "result"], "not": {"anyOf": [{"required": ["method"]}, {"required": ["error"]}]}},
-        {"required": ["id", "error"], "not": {"anyOf": [{"required": ["method"]}, {"required": ["result"]}]}}]}]
-    jsonrpc = SchemaField({"type": "string", "const": "2.0"})
-    id = SchemaField({"type": ["string", "integer"]}, required=False)
-    method = SchemaField({"type": "string"}, required=False)
-    params = SchemaField({"type": "object"}, required=False)
-    result = SchemaField({"type": "object"}, required=False)
-    error = SchemaField({"type": "object", "required": ["code", "message"],
-                         "properties": {"code": {"type": "integer"}, "message": {"type": "string"}}}, required=False)
+    cross_member_rules = MESSAGE_RULES
+    jsonrpc = SchemaField(MESSAGE_MEMBERS["jsonrpc"])
+    id = SchemaField(MESSAGE_MEMBERS["id"], required=False)
+    method = SchemaField(MESSAGE_MEMBERS["method"], required=False)
+    params = SchemaField(MESSAGE_MEMBERS["params"], required=False)
+    result = SchemaField(MESSAGE_MEMBERS["result"], required=False)
+    error = SchemaField(MESSAGE_MEMBERS["error"], required=False)
 
 
 class McpView(APIView):
@@ -78,7 +75,10 @@ class McpView(APIView):
                 "io.modelcontextprotocol/protocolVersion": "2026-07-28"}}})])
     def post(self, request):
         check_content_type(request.META.get("CONTENT_TYPE", ""))
-        body = _body(request._request)
+        message = _message(request._request)
+        if (problem := message_problem(message)) is not None:
+            return HttpResponse(json.dumps(invalid_request(problem)), status=400, content_type="application/json")
+        body = json.dumps(message).encode()
         key = request.META["HTTP_AUTHORIZATION"].split()[1]
         # GET /tools's own selector for the workspace the bearer named, read once for this request.
         listing = tools_list(workspace=request.auth)
@@ -110,7 +110,8 @@ def check_content_type(content_type: str) -> None:
                                                  f"not {content_type or 'a body without a Content-Type'!r}.")
 
 
-def _body(request) -> bytes:
+def _message(request):
+    """The body decoded by the REST body rules (size, syntax, depth, duplicate keys, NUL, ranges)."""
     limit = memseek_setting("MAX_BODY_BYTES")
     declared = request.META.get("CONTENT_LENGTH") or "0"
     if declared.isdigit() and int(declared) > limit:
@@ -119,21 +120,19 @@ def _body(request) -> bytes:
     raw = request.read(limit + 1)
     if len(raw) > limit:
         raise ApiError("body_too_large", f"The body is larger than {limit} bytes (MAX_BODY_BYTES).")
-    message = decode_json_body(raw)  # the REST body rules: syntax, depth, duplicate keys, NUL, ranges
-    return json.dumps(message).encode() if _integral_ids(message) else raw
+    message = decode_json_body(raw)
+    _integral_ids(message)
+    return message
 
 
-def _integral_ids(message) -> bool:
+def _integral_ids(message) -> None:
     """Turn an ``id`` or ``error.code`` written ``7.0`` into ``7`` (JSON Schema, and so the
-    document, counts it an integer; the SDK's models refuse it); True when anything changed."""
-    changed = False
+    document, counts it an integer; the SDK's models refuse it)."""
     if not isinstance(message, dict):
-        return changed
+        return
     for holder, key in ((message, "id"), (message.get("error"), "code")):
         if isinstance(holder, dict) and isinstance(holder.get(key), float) and holder[key].is_integer():
             holder[key] = int(holder[key])
-            changed = True
-    return changed
 
 
 def _asgi_scope(request) -> dict:

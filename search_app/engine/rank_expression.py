@@ -323,14 +323,16 @@ def rank_node_count(node: RankNode) -> int:
     return 1 + sum(rank_node_count(child) for child, _ in rank_children(node))
 
 
-def validate_rank(node: RankNode, *, mode: str | None, score_names: Collection[str], post_fusion: bool = False,
-                  path: str = "rank", error: type[ApiError] = RankError) -> None:
+def validate_rank(node: RankNode, *, mode: str | None, score_names: Collection[str] | None,
+                  post_fusion: bool = False, path: str = "rank", error: type[ApiError] = RankError) -> None:
     """Check a parsed expression against where it runs.
 
     ``mode`` is the search mode (``vector``, ``text``, ``hybrid``, ``recent``; ``structured``
     accepts no rank at all); it is ignored when ``post_fusion`` is true. ``score_names`` are the
-    declared score names reachable by the search. ``post_fusion`` marks a multi-source
-    ``boost``, which may use only ``score``, ``age_hours``, ``const`` and shapers.
+    declared score names reachable by the search; ``None`` where no catalog is known yet (the
+    SearchSpec parser checks the signals and modes, resolution checks the names).
+    ``post_fusion`` marks a multi-source ``boost``, which may use only ``score``, ``age_hours``,
+    ``const`` and shapers.
     Returns None. Raises ``error`` (default ``RankError``) naming the offending node's path;
     ``ValueError`` for a mode that is not one of ``MODES``.
     """
@@ -339,10 +341,10 @@ def validate_rank(node: RankNode, *, mode: str | None, score_names: Collection[s
             raise ValueError(f"unknown search mode {mode!r}")
         if mode == "structured":
             raise fail(path, "structured search is ordered by order_by; rank is not allowed", error=error)
-    _validate(node, path, mode, frozenset(score_names), post_fusion, error)
+    _validate(node, path, mode, None if score_names is None else frozenset(score_names), post_fusion, error)
 
 
-def _validate(node: RankNode, path: str, mode: str | None, score_names: frozenset[str], post_fusion: bool,
+def _validate(node: RankNode, path: str, mode: str | None, score_names: frozenset[str] | None, post_fusion: bool,
               error: type[ApiError]) -> None:
     if node.op in QUERY_SIGNAL_MODES:
         if post_fusion:
@@ -351,7 +353,7 @@ def _validate(node: RankNode, path: str, mode: str | None, score_names: frozense
         allowed = QUERY_SIGNAL_MODES[node.op]
         if mode not in allowed:
             raise fail(path, f"{node.op} is available only in {' and '.join(allowed)} mode, not {mode}", error=error)
-    elif isinstance(node, Score) and node.name not in score_names:
+    elif isinstance(node, Score) and score_names is not None and node.name not in score_names:
         known = ", ".join(sorted(score_names)) or "none declared"
         raise fail(f"{path}[1]", f"unknown score {node.name!r}; declared scores: {known}", error=error)
     for child, child_path in rank_children(node, path):

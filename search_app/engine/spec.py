@@ -16,7 +16,7 @@ from memseek_site.errors import ApiError, RequestError
 from memseek_site.parsing import PUBLIC_NAME, at, parse_bool, parse_datetime, parse_int, parse_names, parse_number, \
     parse_object, parse_string
 
-from .rank_expression import RankNode, parse_rank
+from .rank_expression import RankNode, parse_rank, validate_rank
 from .render import Fence
 
 CODE = "request_schema"
@@ -213,7 +213,7 @@ def _fused_sources(doc: dict, allow_system: bool):
     rank_constant = _int(fuse.get("rank_constant", 60), "fuse.rank_constant", minimum=1, maximum=1000)
     boost = None
     if "boost" in doc:
-        boost = _rank(doc["boost"], "boost")
+        boost = _rank(doc["boost"], "boost", post_fusion=True)
     return tuple(sources), rank_constant, boost
 
 
@@ -228,7 +228,7 @@ def _source(doc: dict, path: str, name: str | None, allow_system: bool, k: int, 
             raise SpecError(CODE, "structured search requires order_by", at(path, "order_by"))
         if "rank" in doc:
             raise SpecError(CODE, "structured search is ordered by order_by; rank is not allowed", at(path, "rank"))
-    rank = _rank(doc["rank"], at(path, "rank")) if "rank" in doc else None
+    rank = _rank(doc["rank"], at(path, "rank"), mode=mode) if "rank" in doc else None
     params = _mapping(doc.get("params", {}), at(path, "params"), allowed={"candidates"})
     candidates = _int(params["candidates"], at(path, "params.candidates"), minimum=1,
                       maximum=1000) if "candidates" in params else None
@@ -258,8 +258,8 @@ def _scope(raw, path: str, allow_system: bool) -> Scope:
                             at(at(path, "collection_versions"), str(name)))
     for name, numbers in pinned.items():
         numbers_path = at(path, f"collection_versions.{name}")
-        if not isinstance(numbers, list) or not numbers:
-            raise SpecError(CODE, "must be a non-empty list of versions", numbers_path)
+        if not isinstance(numbers, list) or not 1 <= len(numbers) <= MAX_LIST:
+            raise SpecError(CODE, f"must be a list of 1 to {MAX_LIST} versions", numbers_path)
         checked = [_int(n, f"{numbers_path}[{i}]", minimum=1) for i, n in enumerate(numbers)]
         if len(set(checked)) != len(checked):
             raise SpecError(CODE, "lists a version twice", numbers_path)
@@ -322,8 +322,8 @@ def _scalar(value, path: str):
 
 
 def _order_by(raw, path: str) -> tuple[OrderKey, ...]:
-    if not isinstance(raw, list):
-        raise SpecError(CODE, "must be a list of {field, direction}", path)
+    if not isinstance(raw, list) or len(raw) > MAX_PROJECTIONS:
+        raise SpecError(CODE, f"must be a list of at most {MAX_PROJECTIONS} {{field, direction}}", path)
     keys, seen = [], set()
     for index, item in enumerate(raw):
         item_path = f"{path}[{index}]"
@@ -381,5 +381,9 @@ def _graph_boost(raw) -> GraphBoost:
                       limit=_int(doc.get("limit", 100), "graph_boost.limit", minimum=1, maximum=100))
 
 
-def _rank(raw, path: str) -> RankNode:
-    return parse_rank(raw, path, error=SpecError)
+def _rank(raw, path: str, *, mode: str | None = None, post_fusion: bool = False) -> RankNode:
+    """The parsed expression, its signals checked against ``mode`` (or a post-fusion boost);
+    the score names it reads are checked against the catalog when the spec is resolved."""
+    node = parse_rank(raw, path, error=SpecError)
+    validate_rank(node, mode=mode, score_names=None, post_fusion=post_fusion, path=path, error=SpecError)
+    return node

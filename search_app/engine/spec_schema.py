@@ -69,6 +69,8 @@ SEARCH_SPEC_SCHEMA: dict = {
         "every key of scope.collection_versions also appears in scope.collections",
         "occurred_after and occurred_before are real ISO 8601 timestamps, and occurred_after is earlier",
         "a rank or boost expression has at most 5 levels and 16 nodes, and score names are non-blank",
+        "a query signal in a rank expression only in the modes the rank grammar's x-signal-modes names for it "
+        "(similarity in vector and hybrid; text_match and bm25 in text and hybrid), and none in a boost",
         "q has at most MAX_QUERY_CHARS characters (422 query_too_long), see x-max-length-setting",
     ],
     "type": "object",
@@ -97,7 +99,7 @@ SEARCH_SPEC_SCHEMA: dict = {
                     "description": "1 to 8 searches with unique names, merged by fuse."},
         "fuse": _ref("fuse"),
         "boost": {**_ref("rank"), "description": "Applied after fusion: RRF * max(0, boost). May not use "
-                                                 "similarity, text_match or bm25 (checked against the catalog)."},
+                                                 "similarity, text_match or bm25."},
     },
     "dependentSchemas": {
         "fence": {"required": ["render"], "properties": {"render": {"const": True}}},
@@ -173,7 +175,7 @@ SEARCH_SPEC_SCHEMA: dict = {
                 "collection_versions": {
                     "type": "object",
                     "propertyNames": _ref("collection"),
-                    "additionalProperties": {"type": "array", "minItems": 1, "uniqueItems": True,
+                    "additionalProperties": {"type": "array", "minItems": 1, "maxItems": MAX_LIST, "uniqueItems": True,
                                              "items": _integer(1)},
                 },
                 "entities": _ref("non_empty_strings"),
@@ -204,6 +206,7 @@ SEARCH_SPEC_SCHEMA: dict = {
         "where": {"type": "object", "propertyNames": _ref("name"), "additionalProperties": _ref("conditions")},
         "order_by": {
             "type": "array",
+            "maxItems": MAX_PROJECTIONS,
             "items": {
                 "type": "object",
                 "additionalProperties": False,

@@ -28,3 +28,15 @@ def keyed_api_operations() -> list[tuple[str, str, type[APIView]]]:
             if hasattr(view, method):
                 found.add((method.upper(), route, view))
     return sorted(found, key=lambda item: (item[1], item[0]))
+
+
+# Prefixes served to people with a session (CSRF and staff checks), not to API keys.
+SESSION_PREFIXES = ("admin/", "console/")
+
+
+def unkeyed_routes() -> set[str]:
+    """Every route outside the admin and the console that ``keyed_api_operations`` does not
+    list: a view that takes no bearer key or is not a DRF view."""
+    keyed = {route for _, route, _ in keyed_api_operations()}
+    return {route for route, _ in _walk(get_resolver().url_patterns)
+            if not route.startswith(SESSION_PREFIXES) and route not in keyed}

@@ -18,7 +18,7 @@ import pytest
 from catalog_app.models import Record, Workspace
 from catalog_app.services.enrichment import records_enrich
 from retrieval_app.models import Feedback
-from tests.memseek_site.api_routes import keyed_api_operations
+from tests.memseek_site.api_routes import keyed_api_operations, unkeyed_routes
 
 MARIA = "contact.maria"
 # Members that differ on every call by design (a new receipt each retrieval, its timings).
@@ -61,7 +61,8 @@ def world(catalog, api, other_workspace_api, settings):
         for n in range(20)])
     a_receipt = other_workspace_api.post("/retrieve", {"query": "Q3 budget"}, format="json").json()["receiptId"]
     b_receipt = api.post("/retrieve", {"query": "Q3 budget"}, format="json").json()["receiptId"]
-    return {"a": a, "a_ids": a_ids, "b_ids": b_ids, "a_receipt": a_receipt, "b_receipt": b_receipt,
+    return {"a": a, "a_api": other_workspace_api, "a_ids": a_ids, "b_ids": b_ids, "a_receipt": a_receipt,
+            "b_receipt": b_receipt,
             "a_draft": a_ids[3], "a_draft_2": a_ids[4]}
 
 
@@ -117,13 +118,34 @@ def check_memory_around(api, world):
     same_as_missing(api, "GET", lambda i: f"/memory/around?path=passages/main/{MARIA}/{i}", world["a_ids"][1])
 
 
-def mcp_tools_list(api):
+def mcp(api, method: str, params: dict | None = None):
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
             "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}}
-    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": meta}}
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**(params or {}), "_meta": meta}}
     return api.post("/mcp", data=json.dumps(body), content_type="application/json",
                     HTTP_ACCEPT="application/json, text/event-stream", HTTP_MCP_PROTOCOL_VERSION="2026-07-28",
-                    HTTP_MCP_METHOD="tools/list")
+                    HTTP_MCP_METHOD=method, **({"HTTP_MCP_NAME": params["name"]} if params else {}))
+
+
+def mcp_tools_list(api):
+    return mcp(api, "tools/list")
+
+
+def check_mcp_tool_call(api, world):
+    """B's tools reach only B: the record and grep tools on A's id and A's words answer as they
+    do for an id and words that exist nowhere."""
+    def tool(name: str, arguments: dict, client=api) -> dict:
+        response = mcp(client, "tools/call", {"name": name, "arguments": arguments})
+        assert response.status_code == 200, response.content
+        return response.json()["result"]
+
+    missing = str(uuid.uuid4())
+    got, expected = tool("open_record", {"id": world["a_ids"][0]}), tool("open_record", {"id": missing})
+    assert got["isError"] and got["structuredContent"]["error"] == "record_not_found"
+    assert json.loads(json.dumps(got).replace(world["a_ids"][0], missing)) == expected
+    phrase = {"q": "Maria budget Q3 review 7"}
+    assert tool("grep", phrase, client=world["a_api"])["structuredContent"]["found"] == 1  # A's own words
+    assert tool("grep", phrase)["structuredContent"]["hits"] == []
 
 
 # Reading routes: B's answer, compared with and without A.
@@ -171,12 +193,19 @@ ID_ROUTES = {
     ("POST", "records"): check_records_write,
     ("GET", "memory/read"): check_memory_read,
     ("GET", "memory/around"): check_memory_around,
+    ("POST", "mcp"): check_mcp_tool_call,
 }
 
 
 def test_every_keyed_route_is_in_the_table():
     walked = {(method, route) for method, route, _ in keyed_api_operations()}
     assert walked == set(READS) | set(ID_ROUTES)
+
+
+def test_every_other_route_is_public_by_design():
+    # A route the keyed walk cannot see (no bearer key, or not a DRF view) must be one of these,
+    # so a new route cannot escape the table by being written another way.
+    assert unkeyed_routes() == {"health", "api/schema/", "api/docs/"}
 
 
 def _stable(value):

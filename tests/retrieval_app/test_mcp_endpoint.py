@@ -193,6 +193,47 @@ def test_a_batch_or_wrongly_typed_message_is_a_json_rpc_error(catalog, api):
         assert response.status_code == 400 and "error" in response.json() and "jsonrpc" in response.json()
 
 
+def post_message(client, message) -> object:
+    return client.generic("POST", "/mcp", json.dumps(message).encode(), content_type="application/json",
+                          HTTP_ACCEPT="application/json, text/event-stream")
+
+
+@pytest.mark.parametrize(("message", "where"), [
+    ({"jsonrpc": "2.0", "method": "notifications/initialized", "extra": 1}, "'extra' was unexpected"),
+    ({"jsonrpc": "2.0", "method": "notifications/initialized", "id": None}, "id: None is not of type"),
+    ({"jsonrpc": "2.0", "method": "notifications/initialized", "id": 1.5}, "id: 1.5 is not of type"),
+    ({"jsonrpc": "2.0", "method": "notifications/initialized", "id": True}, "id: True is not of type"),
+    ({"jsonrpc": "2.0", "method": "notifications/initialized", "params": None}, "params: None is not of type"),
+    ({"jsonrpc": "2.0", "method": "notifications/initialized", "params": []}, "params: [] is not of type"),
+    ({"jsonrpc": "1.0", "method": "notifications/initialized"}, "jsonrpc: '2.0' was expected"),
+    ({"method": "notifications/initialized"}, "'jsonrpc' is a required property"),
+    ({"jsonrpc": "2.0", "id": 3, "result": {}, "extra": 2}, "'extra' was unexpected"),
+    ({"jsonrpc": "2.0", "id": 3, "error": {"code": 1}}, "error: 'message' is a required property"),
+    ({"jsonrpc": "2.0", "id": 3, "result": {}, "error": {"code": 1, "message": "m"}}, "is not valid under any"),
+    ({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "extra": 1}, "'extra' was unexpected"),
+])
+def test_a_message_the_document_refuses_is_400_with_a_json_rpc_error_without_id(catalog, api, message, where):
+    # The SDK alone answered the malformed notifications and responses 202 and the request 200.
+    response = post_message(api, message)
+    assert response.status_code == 400, response.content
+    answer = response.json()
+    assert (answer["jsonrpc"], answer["id"], answer["error"]["code"]) == ("2.0", None, -32600)
+    assert answer["error"]["message"].startswith("Invalid Request: ") and where in answer["error"]["message"]
+    check(response, "POST", "/mcp", 400)
+
+
+@pytest.mark.parametrize("message", [
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}},
+    {"jsonrpc": "2.0", "id": "s-1", "result": {}},
+    {"jsonrpc": "2.0", "id": 4.0, "error": {"code": -1.0, "message": "refused", "data": [1]}},
+])
+def test_a_well_formed_notification_or_response_is_accepted_with_202(catalog, api, message):
+    response = post_message(api, message)
+    assert response.status_code == 202, response.content
+    assert response.content == b""
+
+
 def test_responses_match_the_openapi_document(catalog, api):
     check(api.get("/tools"), "GET", "/tools")
     check(APIClient().get("/tools"), "GET", "/tools", 401)

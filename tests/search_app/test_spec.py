@@ -130,6 +130,8 @@ INVALID = [
         "scope.collection_versions.main"),
     Bad("collection-versions-empty", scoped(collections=["main"], collection_versions={"main": []}),
         "scope.collection_versions.main"),
+    Bad("collection-versions-101", scoped(collections=["main"], collection_versions={"main": list(range(1, 102))}),
+        "scope.collection_versions.main"),
     Bad("collection-versions-not-list", scoped(collections=["main"], collection_versions={"main": 1}),
         "scope.collection_versions.main"),
     Bad("occurred-after-without-timezone", scoped(occurred_after="2026-01-01T00:00:00"), "scope.occurred_after"),
@@ -175,6 +177,7 @@ INVALID = [
     # order_by and structured mode
     Bad("order-by-not-list", structured(order_by={"field": "speaker"}), "order_by"),
     Bad("order-by-item-not-object", structured(order_by=["speaker"]), "order_by[0]"),
+    Bad("order-by-17-keys", structured(order_by=[{"field": name} for name in names(17, "f")]), "order_by"),
     Bad("order-by-duplicate-field", structured(order_by=[{"field": "speaker"}, {"field": "speaker",
                                                                                 "direction": "desc"}]),
         "order_by[1].field", structural=False),
@@ -315,6 +318,22 @@ INVALID = [
         f"sources[1].rank{DEEP_PATH}", structural=False),
     Bad("source-rank-17-nodes", combined(source("events"), source("words", "text", rank=wide(17)), q="budget"),
         "sources[1].rank", structural=False),
+    # a query signal only where its mode computes it (the grammar's x-signal-modes; x-parser-only-rules)
+    Bad("rank-similarity-in-recent", recent(rank=["similarity"]), "rank", structural=False),
+    Bad("rank-similarity-in-text", {"q": "budget", "mode": "text", "rank": ["normalize", ["similarity"]]}, "rank[1]",
+        structural=False),
+    Bad("rank-bm25-deep-in-vector", {"q": "budget", "mode": "vector", "rank": ["sum", [
+        ["similarity"], ["product", 2, ["saturate", ["bm25"], {"midpoint": 1, "exponent": 1}]]]]}, "rank[1][1][2][1]",
+        structural=False),
+    Bad("rank-text-match-in-recent", recent(rank=["max", [["const", 1], ["text_match"]]]), "rank[1][1]",
+        structural=False),
+    Bad("source-rank-similarity-in-recent", combined(source("events", rank=["similarity"])), "sources[0].rank",
+        structural=False),
+    Bad("source-rank-bm25-in-vector", combined(source("meaning", "vector", rank=["bm25"]), q="budget"),
+        "sources[0].rank", structural=False),
+    Bad("boost-similarity", combined(source("meaning", "vector"), q="budget", boost=["normalize", ["similarity"]]),
+        "boost[1]", structural=False),
+    Bad("boost-text-match", combined(boost=["sum", [["const", 1], ["text_match"]]]), "boost[1][1]", structural=False),
     Bad("boost-unknown-operator", combined(boost=["importance"]), "boost[0]"),
     Bad("boost-depth-6", combined(boost=["normalize", ["normalize", ["normalize", ["normalize", ["normalize", [
         "score", "importance"]]]]]]), f"boost{DEEP_PATH}", structural=False),
@@ -328,6 +347,7 @@ HTTP_SUBSET = (
     "collection-versions-not-in-collections", "after-later-than-before", "keyed-1", "llm-judge-with-recent",
     "graph-boost-anchor-129", "source-names-duplicate", "source-weight-huge-integer", "fuse-kind-other",
     "top-level-where-with-sources", "source-rank-depth-6", "boost-17-nodes", "body-not-object",
+    "rank-similarity-in-recent", "boost-similarity",
 )
 BY_ID = {row.id: row for row in INVALID}
 # Over HTTP the body's one JSON decoding (memseek_site.json_body) refuses an integer outside
@@ -434,6 +454,9 @@ VALID = [
     pytest.param(structured(graph_boost={"anchor": "people/maya"}), id="graph-boost-on-structured"),
     pytest.param(scoped(collections=["_system"]), id="system-collection-ad-hoc"),
     pytest.param(scoped(collections=names(100)), id="collections-100"),
+    pytest.param(scoped(collections=["main"], collection_versions={"main": list(range(1, 101))}),
+                 id="collection-versions-100"),
+    pytest.param(structured(order_by=[{"field": name} for name in names(16, "f")]), id="order-by-16-keys"),
     pytest.param(scoped(entities=["Maria Smith", "contact.maria"], types=[]), id="entities-free-text"),
     pytest.param(scoped(keyed=True), id="keyed-true"),
     pytest.param(scoped(keyed="any", status="draft", versions="current"), id="keyed-any"),
@@ -464,6 +487,9 @@ VALID = [
     pytest.param(hybrid(rank=wide(16)), id="rank-16-nodes"),
     pytest.param(hybrid(rank=["bm25"]), id="rank-bm25"),
     pytest.param(recent(rank=SHIPPED_DEFAULT_VARIANTS["recent"]), id="rank-shipped-recent"),
+    pytest.param(recent(rank=["score", "similarity"]), id="rank-score-named-like-a-signal-in-recent"),
+    pytest.param({"q": "budget", "mode": "text", "rank": ["sum", [["bm25"], ["text_match"]]]}, id="rank-text-signals"),
+    pytest.param(hybrid(rank=["sum", [["similarity"], ["bm25"], ["text_match"]]]), id="rank-every-signal-in-hybrid"),
     pytest.param(combined(), id="one-source"),
     pytest.param(combined(*[source(f"s{index}") for index in range(8)]), id="eight-sources"),
     pytest.param(combined(source("events", weight=0.001), fuse={"kind": "rrf", "rank_constant": 1}),
