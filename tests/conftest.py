@@ -28,9 +28,11 @@ def _parallel_threads_let_go_of_the_test_database(django_db_setup):
 def _migrated_template(django_db_setup):
     """The migrated template of the scratch databases (``tests/scratch_database.py``), taken before
     any test writes; the bench scripts the tests run create their databases from it too."""
-    os.environ["BENCH_TEMPLATE_DATABASE"] = migrated_template_create()
+    template = migrated_template_create()
+    if template is not None:
+        os.environ["BENCH_TEMPLATE_DATABASE"] = template
     yield
-    del os.environ["BENCH_TEMPLATE_DATABASE"]
+    os.environ.pop("BENCH_TEMPLATE_DATABASE", None)
     migrated_template_drop()
 
 
