@@ -126,9 +126,10 @@ def gunicorn_version() -> str | None:
 
 def use_bench_database(name: str) -> dict:
     """Point Django's ``default`` connection at database ``name`` on the configured server
-    (created if missing, then migrated). Works after ``django.setup()`` (for example under
-    ``manage.py bench``) because no query has to have run on the old database. Returns the new
-    settings dict."""
+    (created if missing, then migrated). With ``BENCH_TEMPLATE_DATABASE`` set (the test suite's
+    migrated template), a missing database is created as a copy of that one, so ``migrate`` has
+    nothing to do. Works after ``django.setup()`` (for example under ``manage.py bench``) because
+    no query has to have run on the old database. Returns the new settings dict."""
     import psycopg
     from django.core.management import call_command
     from django.db import connections
@@ -139,7 +140,8 @@ def use_bench_database(name: str) -> dict:
     try:
         if not admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
             log(f"creating database {name}")
-            admin.execute(f'CREATE DATABASE "{name}"')
+            template = os.environ.get("BENCH_TEMPLATE_DATABASE")
+            admin.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
     finally:
         admin.close()
     _point_default_at(new)

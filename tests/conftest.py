@@ -1,5 +1,6 @@
 """Shared test fixtures: a workspace with a bearer key, an API client that sends it, and the
 example catalog from ``fixtures/catalogs/example`` loaded into the workspace."""
+import os
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ from catalog_app.auth import clear_key_cache
 from catalog_app.services.catalog_load import catalog_load
 from catalog_app.services.workspaces import workspace_create
 from memseek_site import parallel
+from tests.scratch_database import migrated_template_create, migrated_template_drop
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 EXAMPLE_CATALOG = FIXTURES / "catalogs" / "example"
@@ -20,6 +22,18 @@ def _parallel_threads_let_go_of_the_test_database(django_db_setup):
     persistent connections to it are closed first."""
     yield
     parallel.shutdown()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _migrated_template(django_db_setup):
+    """The migrated template of the scratch databases (``tests/scratch_database.py``), taken before
+    any test writes; the bench scripts the tests run create their databases from it too."""
+    template = migrated_template_create()
+    if template is not None:
+        os.environ["BENCH_TEMPLATE_DATABASE"] = template
+    yield
+    os.environ.pop("BENCH_TEMPLATE_DATABASE", None)
+    migrated_template_drop()
 
 
 @pytest.fixture(autouse=True)

@@ -208,10 +208,15 @@ def _start_and_kill_mid_enrichment(workspace, workers, producer, chat_server, **
 
 @pytest.mark.model
 def test_killed_worker_task_is_redelivered_after_the_visibility_timeout(llm_workspace, workers, producer,
-                                                                        chat_server):
+                                                                        chat_server, broker):
     env = {"CELERY_VISIBILITY_TIMEOUT": 5, "PENDING_RECOVERY_AGE_S": 3600}  # redelivery only, no recovery scan
     record_id = _start_and_kill_mid_enrichment(llm_workspace, workers, producer, chat_server, **env)
-    time.sleep(6)  # let the unacknowledged message's visibility timeout pass
+    # Let the unacknowledged message's visibility timeout pass, counted from its delivery as the
+    # broker does (kombu keeps the delivery time as its score in ``unacked_index``).
+    delivered = broker.zrange("unacked_index", 0, 0, withscores=True)
+    assert len(delivered) == 1, delivered
+    wait_for(lambda: time.time() - delivered[0][1] > env["CELERY_VISIBILITY_TIMEOUT"], 30,
+             "the visibility timeout to pass")
     workers.start(**env)
     wait_for(lambda: ready([record_id]), 60, "the redelivered task to finish the record", workers.logs)
     memo = Record.objects.get(id=record_id)
@@ -225,7 +230,9 @@ def test_restarted_worker_recovers_pending_records_as_it_starts(llm_workspace, w
                                                                 broker):
     record_id = _start_and_kill_mid_enrichment(llm_workspace, workers, producer, chat_server,
                                                CELERY_VISIBILITY_TIMEOUT=3600, PENDING_RECOVERY_AGE_S=3600)
-    time.sleep(1.5)  # the record is now older than the restarted worker's recovery age
+    created = Record.objects.get(id=record_id).created_at
+    wait_for(lambda: (timezone.now() - created).total_seconds() > 1.5, 10,
+             "the record to be older than the restarted worker's recovery age")
     workers.start(CELERY_VISIBILITY_TIMEOUT=3600, PENDING_RECOVERY_AGE_S=1, PENDING_RECOVERY_INTERVAL_S=3600)
     wait_for(lambda: ready([record_id]), 60, "the start-up recovery to finish the record", workers.logs)
     assert Record.objects.get(id=record_id).scores == {"importance": 8.0}

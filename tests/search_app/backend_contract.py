@@ -12,12 +12,16 @@ import pytest
 
 from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.models import Record
+from catalog_app.services.catalog_load import catalog_load
+from catalog_app.services.workspaces import workspace_create
 from search_app.engine.candidates import QueryContext
 from search_app.engine.profiles import BACKEND_CAPABILITIES
 from search_app.engine.resolve import resolve_search
 from search_app.engine.trace import SEARCH_STAGES
 from search_app.services import search_spec_parse
+from tests.conftest import EXAMPLE_CATALOG
 from tests.search_app.search_factories import ingest, ingest_ready, item
+from tests.shared_rows import rows_shared_by_the_tests
 from tests.search_app.tracing import RecordingTrace
 
 MODES = ("vector", "text", "recent", "structured")
@@ -57,11 +61,27 @@ class BackendContract:
 
     backend = None
 
-    @pytest.fixture
-    def corpus(self, catalog, other_workspace_api):
+    @pytest.fixture(scope="class")
+    @classmethod
+    def shared_corpus(cls, django_db_setup, django_db_blocker):
         """Events of two entities and speakers, a fact restated (the older value superseded), a
         retracted fact, a draft, an unready newer value hiding a ready one, and another workspace's
-        records matching every query."""
+        records matching every query; written once for the class (every test here only reads)."""
+        with rows_shared_by_the_tests(django_db_blocker):
+            catalog, _ = workspace_create(name="acme")
+            catalog_load(workspace=catalog, directory=EXAMPLE_CATALOG)
+            catalog.refresh_from_db()
+            other, _ = workspace_create(name="other-co")
+            catalog_load(workspace=other, directory=EXAMPLE_CATALOG)
+            yield cls._write_corpus(catalog, other)
+
+    @pytest.fixture
+    def corpus(self, db, shared_corpus):
+        """``shared_corpus``, each test in a savepoint of its own."""
+        return shared_corpus
+
+    @staticmethod
+    def _write_corpus(catalog, other):
         events = [item(text, entity=f"user-{i % 2}", type="note" if i % 3 else "call", occurred_at=at(1 + i),
                        content={"text": text, "speaker": "ana" if i % 2 else "bo"}) for i, text in enumerate(NOTES)]
         facts = [item("Plan is basic.", type="fact", key="plan", occurred_at=at(10)),
@@ -74,9 +94,6 @@ class BackendContract:
         ingest_ready(catalog, [{"entity": "user-1", "collection": "main", "type": "fact", "key": "city",
                                 "tombstone": True, "derived_from": [str(city)]}])
         ingest(catalog, [item("Team is the budget review board.", type="fact", key="team", occurred_at=at(15))])
-        from catalog_app.models import Workspace
-
-        other = Workspace.objects.get(name="other-co")
         ingest_ready(other, [item(text, occurred_at=at(20)) for text in NOTES])
         return catalog
 
