@@ -1,8 +1,11 @@
 """Strict YAML reading (pure; no database): JSON values only, duplicate keys are errors."""
+from pathlib import Path
+
 import pytest
+import yaml
 
 from catalog_app.catalog.errors import CatalogError
-from catalog_app.catalog.yaml_io import parse_yaml
+from catalog_app.catalog.yaml_io import _FastStrictLoader, _StrictLoader, parse_yaml
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -58,3 +61,26 @@ def test_invalid_yaml_is_a_yaml_error(text, message):
     assert raised.value.path == ""
     assert message in raised.value.message
     assert "\n" not in raised.value.message
+
+
+CATALOG_FILES = sorted(path for folder in ("fixtures", "bench/catalogs")
+                       for path in (Path(__file__).resolve().parents[2] / folder).rglob("*.yaml"))
+
+
+def test_the_fast_reader_is_the_libyaml_one_on_this_build():
+    # requirements.txt's PyYAML wheel ships libyaml; without it every catalog load would take the slow path.
+    assert yaml.__with_libyaml__ and issubclass(_FastStrictLoader, yaml.CSafeLoader)
+
+
+@pytest.mark.parametrize("path", CATALOG_FILES, ids=lambda path: str(path.relative_to(path.parents[2])))
+def test_libyaml_and_the_pure_python_reader_read_every_shipped_catalog_file_alike(path):
+    # Alike: the same values, or both refuse (fixtures of broken catalogs are among them).
+    text = path.read_text(encoding="utf-8")
+    assert _outcome(text, _FastStrictLoader) == _outcome(text, _StrictLoader)
+
+
+def _outcome(text: str, loader):
+    try:
+        return yaml.load(text, Loader=loader)  # noqa: S506 - SafeLoader subclasses
+    except (CatalogError, yaml.YAMLError):
+        return "refused"
