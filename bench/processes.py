@@ -42,15 +42,21 @@ def database_url(settings_dict: dict) -> str:
 # The server under test
 
 
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 that was free a moment ago (for a server about to bind it, or, left
+    unbound, one that nothing answers)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 class Server:
     """``gunicorn memseek_site.wsgi`` (sync workers) on a free port of 127.0.0.1, a new
     connection per request (sync workers close every one), safe to call from many client
     threads."""
 
     def __init__(self, *, workers: int, env: dict):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            self.port = probe.getsockname()[1]
+        self.port = free_port()
         self.log = tempfile.NamedTemporaryFile(prefix="memseek-bench-search-gunicorn-", suffix=".log", delete=False)
         self.command = [sys.executable, "-m", "gunicorn", "memseek_site.wsgi", "--bind", f"127.0.0.1:{self.port}",
                         "--workers", str(workers), "--worker-class", "sync", "--timeout", "300",

@@ -17,15 +17,9 @@ import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
-from bench.processes import CeleryWorker, Server
+from bench.processes import CeleryWorker, Server, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class PrivatePostgres:

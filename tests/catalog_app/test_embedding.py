@@ -3,7 +3,6 @@ real loopback server."""
 import math
 import pickle
 import shutil
-import socket
 from dataclasses import replace
 from types import MappingProxyType
 
@@ -16,6 +15,7 @@ from catalog_app.catalog.models_conf import EmbeddingConfig, Provider
 from catalog_app.embedding import EmbeddingUnavailable, embed_query, embed_texts, embedding_batch_size, local_model
 from catalog_app.text import TRUNCATION_SENTINEL
 from catalog_app.services.catalog_load import catalog_load
+from bench.processes import free_port
 from tests.conftest import EXAMPLE_CATALOG
 from tests.openai_server import ScriptedOpenAIServer
 
@@ -164,9 +164,7 @@ def test_http_error_is_unavailable_and_transient(server):
 
 
 def test_unreachable_provider_is_unavailable():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     with pytest.raises(EmbeddingUnavailable):
         embed_texts(http_config(f"http://127.0.0.1:{port}/v1"), ["x"])
 

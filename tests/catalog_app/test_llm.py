@@ -1,5 +1,4 @@
 """The chat-completions client against a real loopback server speaking the protocol."""
-import socket
 import threading
 
 import pytest
@@ -8,6 +7,7 @@ from catalog_app.catalog import models_conf
 from catalog_app.catalog.registry import Catalog
 from catalog_app.llm import (ProviderInvalid, ProviderTimeout, ProviderTransport, ProviderUnconfigured, chat_complete,
                              parse_json_object)
+from bench.processes import free_port
 from tests.openai_server import Hang, Raw, ScriptedOpenAIServer, Status
 
 MESSAGES = [{"role": "system", "content": "Rate it."}, {"role": "user", "content": "The server is down."}]
@@ -23,9 +23,7 @@ def models_for(*providers: tuple[str, dict], targets: list[str], params: dict | 
 
 
 def closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    return free_port()
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -17,7 +16,7 @@ import psycopg
 import pytest
 from django.db import connection
 
-from bench.processes import database_url
+from bench.processes import database_url, free_port
 from catalog_app.embedding import torch_threads_per_process
 from catalog_app.management.commands.quickstart import gunicorn_argv, gunicorn_environment
 
@@ -53,12 +52,6 @@ def scratch_database(db):
         conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def _get(url: str, key: str | None = None):
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {key}"} if key else {})
     with urllib.request.urlopen(request, timeout=10) as response:
@@ -67,7 +60,7 @@ def _get(url: str, key: str | None = None):
 
 @pytest.mark.model
 def test_quickstart_prepares_a_fresh_database_and_serves_it_with_gunicorn(scratch_database):
-    port = _free_port()
+    port = free_port()
     env = {key: value for key, value in os.environ.items() if key != "CELERY_BROKER_URL"}
     env.update(DATABASE_URL=scratch_database, OMP_NUM_THREADS="1")
     process = subprocess.Popen([sys.executable, "manage.py", "quickstart", "--addrport", f"127.0.0.1:{port}",

@@ -4,7 +4,6 @@ database gives a real ``503 database_unavailable`` with ``Retry-After``. Statuse
 the service answers today (403, 429, a proxy's non-JSON 502) come from the scripted server."""
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import tempfile
@@ -14,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bench.processes import stop_process
+from bench.processes import free_port, stop_process
 from memseek_client import (NO_RETRY, ApiError, BadRequest, ClientError, Conflict, Forbidden, MemseekClient,
                             MemseekError, MethodNotAllowed, NotFound, PayloadTooLarge, RateLimited, RecordInput,
                             ServerError, Unauthorized, Unavailable, Unprocessable)
@@ -78,16 +77,10 @@ def test_each_error_response_becomes_its_exception_class(client, call, cls, stat
         assert client.timeline("contact.err").records == before  # a rejected write wrote nothing
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def databaseless_server():
     """gunicorn whose database does not answer (a closed loopback port)."""
-    dead, port = _free_port(), _free_port()
+    dead, port = free_port(), free_port()
     log = tempfile.NamedTemporaryFile(prefix="memseek-sdk-nodb-", suffix=".log", delete=False)
     env = {"PATH": "/usr/bin:/bin", "DATABASE_URL": f"postgresql://postgres@127.0.0.1:{dead}/memseek",
            "CELERY_BROKER_URL": "", "OMP_NUM_THREADS": "1"}
