@@ -21,6 +21,7 @@ p50/p95 of each, the p50 ratio and how many answers agreed (same ids in the same
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -44,8 +45,10 @@ _COLUMNS = ("id", "workspace_id", "collection", "collection_version", "collectio
             "status", "text", "content", "occurred_at", "created_at", "last_accessed", "enriched_at", "bm25_tf",
             "bm25_length", "scores", "annotations", "annotation_meta", "depth", "derived_from", "dedupe_hash",
             "tombstone")
+_COPY_CHUNK = 20_000
 _LEXICAL_TABLES = ("catalog_app_lexical_posting", "catalog_app_lexical_document", "catalog_app_lexical_term_stats",
-                   "catalog_app_lexical_group_stats", "catalog_app_lexical_group")
+                   "catalog_app_lexical_group_stats", "catalog_app_lexical_group", "catalog_app_lexical_block",
+                   "catalog_app_lexical_compaction", "catalog_app_lexical_change")
 
 
 def corpus_spec(name: str, size: int, data: Path) -> dict:
@@ -98,17 +101,22 @@ def build(name: str, spec: dict, rebuild: bool, database: str) -> tuple:
     contract = catalog_for_workspace(workspace).get("collection", spec["collection"], 1).contract_hash
     rng = random.Random(f"lexical-{name}")
     started = time.perf_counter()
-    with connection.cursor() as cursor, cursor.connection.cursor().copy(
-            f"COPY catalog_app_record ({', '.join(_COLUMNS)}) FROM STDIN") as copy:
-        now = datetime.now(timezone.utc)
-        for item in progress(spec["items"], desc=f"{workspace_name}: COPY", unit="records"):
-            text = item["text"]
-            tf, length = term_frequencies(text)
-            occurred = item.get("occurred_at") or now.isoformat()
-            copy.write_row((uuid.UUID(int=rng.getrandbits(128), version=4), workspace.pk, spec["collection"], 1,
-                            contract, item["entity"], item.get("type", "note"), item.get("key"), "active", text,
-                            Jsonb({**item.get("content", {}), "text": text}), occurred, now, now, now, Jsonb(tf),
-                            length, Jsonb({}), Jsonb({}), Jsonb({}), 0, [], "", False))
+    now = datetime.now(timezone.utc)
+    items = iter(progress(spec["items"], desc=f"{workspace_name}: COPY", unit="records"))
+    # One COPY (one transaction) per chunk: every row updates its workspace's workspace_seq
+    # counter row, and that row's versions pile up within a transaction, so one COPY of a
+    # million rows slows down as it goes.
+    for start in range(0, len(spec["items"]), _COPY_CHUNK):
+        with connection.cursor() as cursor, cursor.connection.cursor().copy(
+                f"COPY catalog_app_record ({', '.join(_COLUMNS)}) FROM STDIN") as copy:
+            for item in itertools.islice(items, _COPY_CHUNK):
+                text = item["text"]
+                tf, length = term_frequencies(text)
+                occurred = item.get("occurred_at") or now.isoformat()
+                copy.write_row((uuid.UUID(int=rng.getrandbits(128), version=4), workspace.pk, spec["collection"],
+                                1, contract, item["entity"], item.get("type", "note"), item.get("key"), "active",
+                                text, Jsonb({**item.get("content", {}), "text": text}), occurred, now, now, now,
+                                Jsonb(tf), length, Jsonb({}), Jsonb({}), Jsonb({}), 0, [], "", False))
     copied = time.perf_counter() - started
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE catalog_app_record")

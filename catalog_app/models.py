@@ -243,6 +243,6 @@ class ReviewAudit(models.Model):
 
 # The lexical index's tables live with their package; importing them here registers them.
 from .lexical.models import (  # noqa: E402,F401
-    LexicalBackfill, LexicalDocument, LexicalGroup, LexicalGroupStats, LexicalPosting, LexicalSourceTotals,
-    LexicalTermStats,
+    LexicalBackfill, LexicalBlock, LexicalChange, LexicalCompaction, LexicalDocument, LexicalGroup,
+    LexicalGroupStats, LexicalPosting, LexicalSourceTotals, LexicalTermStats,
 )

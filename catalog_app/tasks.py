@@ -19,6 +19,7 @@ from django.db import InterfaceError, OperationalError, transaction
 
 from memseek_site.conf import memseek_setting
 
+from .lexical.compaction import lexical_compact
 from .services.enrichment import EnrichmentDeferred, records_enrich, records_recover_pending
 from .services.record_touch import records_touch
 
@@ -65,6 +66,22 @@ def enqueue_enrichment(record_ids: Iterable) -> None:
     size = memseek_setting("ENRICH_BATCH")
     for start in range(0, len(ids), size):
         transaction.on_commit(partial(enrich_records.delay, ids[start:start + size]), robust=True)
+
+
+@shared_task(name="catalog_app.tasks.compact_lexical_index", ignore_result=True,
+             autoretry_for=(OperationalError, InterfaceError), max_retries=3, retry_backoff=5)
+def compact_lexical_index(workspace_id: int) -> bool:
+    """Fold the workspace's logged posting changes into its blocks (``lexical_compact``); False
+    when another compaction of it was running."""
+    return lexical_compact(workspace_id=workspace_id) is not None
+
+
+def enqueue_lexical_compaction(workspace_ids: Iterable[int]) -> None:
+    """Enqueue a compaction of each of ``workspace_ids`` once the current transaction commits.
+    A broker failure is logged, not raised: queries stay exact without it (they read the
+    logged changes from the posting rows), only slower, and the next write asks again."""
+    for workspace_id in workspace_ids:
+        transaction.on_commit(partial(compact_lexical_index.delay, workspace_id), robust=True)
 
 
 @shared_task(name="catalog_app.tasks.touch_records", ignore_result=True)

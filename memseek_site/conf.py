@@ -54,6 +54,10 @@ DEFAULTS: dict[str, object] = {
     # (bm25_v1, english); each one costs every write that makes records visible. Search's BM25
     # channel reads bm25_v1 and its text channel english; an unmaintained one is scanned instead.
     "LEXICAL_ANALYZERS": "bm25_v1,english",
+    # How many logged posting changes of a workspace make the write that reaches them enqueue a
+    # compaction of its blocks (catalog_app.lexical.compaction); a query reads what is logged
+    # from the posting rows, so fewer is faster to read, more is less compaction work
+    "LEXICAL_COMPACT_CHANGES": 10_000,
     # POST /memory/search (memory-brief-and-lookups.md)
     "MEMORY_SEARCH_HITS": 10,
     "MEMORY_SEARCH_FACTS": 10,

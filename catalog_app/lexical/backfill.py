@@ -5,7 +5,8 @@ Resumable and idempotent: each batch of records (by ascending ``seq``) is reconc
 it holds for invisible ones) and the progress row advanced in the same transaction, so a
 restart continues after the last committed batch and repeating a batch changes nothing. Each
 batch holds the workspace's exclusive write lock, so no ingest or readiness change of the
-workspace interleaves with it. The source totals are recounted last, under the same lock.
+workspace interleaves with it. The source totals are recounted last, under the same lock, and
+the workspace's blocks are then rebuilt in full (``compaction``).
 """
 from __future__ import annotations
 
@@ -14,8 +15,11 @@ from collections.abc import Callable
 from django.db import connection, transaction
 
 from ..record_sql import RECORD, source_bytes
+from .compaction import lexical_compact
 from .maintenance import lexical_reconcile
-from .tables import BACKFILL, DOCUMENT, GROUP, GROUP_STATS, POSTING, SOURCE_TOTALS, TERM_STATS
+from .tables import (
+    BACKFILL, BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, GROUP_STATS, POSTING, SOURCE_TOTALS, TERM_STATS,
+)
 
 
 def lexical_backfill_remaining(*, workspace_id: int) -> int:
@@ -31,12 +35,12 @@ def lexical_backfill(*, workspace_id: int, batch: int, progress: Callable[[int],
     """Reconcile every record of workspace ``workspace_id`` after the stored progress in batches
     of ``batch``, calling ``progress(records)`` after each, then recount its source totals.
     ``restart`` starts from the first record after dropping the workspace's whole index, so it
-    also repairs what a reconcile does not look at, such as a lost posting. Returns (documents
-    added, documents removed)."""
+    also repairs what a reconcile does not look at, such as a lost posting; a full compaction
+    follows. Returns (documents added, documents removed)."""
     if restart:
         with transaction.atomic(), connection.cursor() as cursor:
             _lock_workspace(cursor, workspace_id)
-            for table in (POSTING, TERM_STATS, DOCUMENT, BACKFILL):
+            for table in (POSTING, TERM_STATS, DOCUMENT, BACKFILL, BLOCK, COMPACTION, CHANGE):
                 cursor.execute(f"DELETE FROM {table} WHERE workspace_id = %s", [workspace_id])
             cursor.execute(f"DELETE FROM {GROUP_STATS} WHERE group_id IN "
                            f"(SELECT id FROM {GROUP} WHERE workspace_id = %s)", [workspace_id])
@@ -50,13 +54,15 @@ def lexical_backfill(*, workspace_id: int, batch: int, progress: Callable[[int],
             seqs = [row[0] for row in cursor.fetchall()]
             if not seqs:
                 _recount_source_totals(cursor, workspace_id)
-                return added, removed
+                break
             more, fewer = lexical_reconcile(cursor, seqs)
             added, removed = added + more, removed + fewer
             cursor.execute(f"INSERT INTO {BACKFILL} (workspace_id, last_seq, finished) VALUES (%s, %s, false) "
                            "ON CONFLICT (workspace_id) DO UPDATE SET last_seq = excluded.last_seq, finished = false",
                            [workspace_id, seqs[-1]])
         progress(len(seqs))
+    lexical_compact(workspace_id=workspace_id, full=True)
+    return added, removed
 
 
 def _lock_workspace(cursor, workspace_id: int) -> None:

@@ -3,15 +3,20 @@
 Everything the index holds is recomputed from the record table by the rules the write path
 follows (``catalog_app.record_sql``'s live and current-in-lane, the analyzers' SQL) and compared:
 documents, postings, group statistics, exact term dfs, the validity of the pruning bounds
-(``max_tf`` at least, ``min_length`` at most the true ones) and the source totals. Read-only.
+(``max_tf`` at least, ``min_length`` at most the true ones) and the source totals. The compacted
+blocks are held against the posting rows they copy (``compaction``'s invariant: exactly the rows
+with seq <= the watermark, except the logged seqs). Read-only.
 """
 from __future__ import annotations
 
+import numpy as np
+import psycopg
 from django.db import connection
 
 from ..record_sql import RECORD, current_in_lane, live, source_bytes
 from .analyzers import Analyzer, maintained_analyzers
-from .tables import DOCUMENT, GROUP, GROUP_STATS, POSTING, SOURCE_TOTALS, TERM_STATS, group_of
+from .blocks import decode
+from .tables import BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, GROUP_STATS, POSTING, SOURCE_TOTALS, TERM_STATS, group_of
 
 
 def lexical_check(*, workspace_id: int) -> list[str]:
@@ -25,7 +30,60 @@ def lexical_check(*, workspace_id: int) -> list[str]:
                 differences += [f"{analyzer.name}: {line}" for (line,) in cursor.fetchall()]
         cursor.execute(_SOURCE_TOTALS, {"ws": workspace_id})
         differences += [line for (line,) in cursor.fetchall()]
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
+        for analyzer in maintained_analyzers():
+            cursor.execute(_BLOCKS, {"ws": workspace_id, "analyzer": analyzer.code}, binary=True)
+            differences += [f"{analyzer.name}: {line}" for row in cursor.fetchall() for line in _block_differences(*row)]
     return differences
+
+
+_ROW = np.dtype([("seq", ">i8"), ("tf", ">i4"), ("length", ">i4")])
+_BLOCKS = (
+    f"WITH w AS (SELECT coalesce(max(watermark), 0) AS watermark FROM {COMPACTION} "
+    "WHERE workspace_id = %(ws)s AND analyzer = %(analyzer)s), "
+    f"lg AS (SELECT coalesce(array_agg(DISTINCT seq), '{{}}') AS seqs FROM {CHANGE} "
+    "WHERE workspace_id = %(ws)s AND analyzer = %(analyzer)s), "
+    "r AS (SELECT p.term, p.group_id, string_agg(int8send(p.seq) || int4send(p.tf) || int4send(p.length), "
+    f"''::bytea ORDER BY p.seq) AS blob FROM {POSTING} p WHERE p.workspace_id = %(ws)s "
+    "AND p.analyzer = %(analyzer)s AND p.seq <= (SELECT watermark FROM w) "
+    "AND NOT p.seq = ANY((SELECT seqs FROM lg)::bigint[]) GROUP BY 1, 2), "
+    "b AS (SELECT term, group_id, array_agg(first_seq ORDER BY first_seq) AS firsts, "
+    "array_agg(last_seq ORDER BY first_seq) AS lasts, array_agg(postings ORDER BY first_seq) AS counts, "
+    "array_agg(width ORDER BY first_seq) AS widths, array_agg(data ORDER BY first_seq) AS datas "
+    f"FROM {BLOCK} WHERE workspace_id = %(ws)s AND analyzer = %(analyzer)s GROUP BY 1, 2) "
+    "SELECT coalesce(r.term, b.term), coalesce(r.group_id, b.group_id), r.blob, b.firsts, b.lasts, b.counts, "
+    "b.widths, b.datas, lg.seqs, (SELECT watermark FROM w) FROM r FULL JOIN b ON b.term = r.term "
+    "AND b.group_id = r.group_id CROSS JOIN lg ORDER BY 1, 2")
+
+
+def _block_differences(term, group_id, blob, firsts, lasts, counts, widths, datas, logged, watermark) -> list[str]:
+    """How one (term, group)'s blocks differ from its posting rows at or below the watermark and
+    not logged."""
+    where = f"blocks of term {term!r} in group {group_id}"
+    lines, parts = [], []
+    for first, last, count, width, data in zip(firsts or (), lasts or (), counts or (), widths or (), datas or ()):
+        part = decode(first, count, width, data)
+        if len(data) != (4 + 2 * width) * count or part[0][0] != first or part[0][-1] != last \
+                or np.any(np.diff(part[0]) <= 0) or (parts and parts[-1][0][-1] >= first) or last > watermark:
+            lines.append(f"{where}: block at seq {first} is malformed (last {last}, {count} postings, width {width})")
+        parts.append(part)
+    held = {}
+    for seqs, tfs, lengths in parts:
+        held.update(zip(seqs.tolist(), zip(tfs.tolist(), lengths.tolist())))
+    for seq in logged or ():
+        held.pop(seq, None)
+    rows = np.frombuffer(blob or b"", _ROW)
+    expected = dict(zip(rows["seq"].tolist(), zip(rows["tf"].tolist(), rows["length"].tolist())))
+    for seq in sorted(expected.keys() | held.keys()):
+        if seq not in held:
+            lines.append(f"{where}: seq {seq} (tf {expected[seq][0]}) is missing")
+        elif seq not in expected:
+            lines.append(f"{where}: seq {seq} should not be in a block")
+        elif held[seq] != expected[seq]:
+            lines.append(f"{where}: seq {seq} holds tf {held[seq][0]} length {held[seq][1]}, "
+                         f"expected tf {expected[seq][0]} length {expected[seq][1]}")
+    return lines
 
 
 def _visible(analyzer: Analyzer) -> str:

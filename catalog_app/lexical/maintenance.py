@@ -7,7 +7,9 @@ record is inserted (it may be visible at once, and it hides its lane's previous 
 ready (it may become visible; it hid its predecessor already when it was inserted). Both writers
 call ``lexical_records_changed`` in their own transaction, so a search right after a write sees
 it and a rolled-back batch leaves nothing; the backfill reconciles batches of existing records
-with the same function.
+with the same function. Each change of a record's postings is also appended to the change log
+(``compaction``), and once the log of a workspace is long enough a compaction is enqueued to run
+after commit.
 
 Concurrency. Whether a keyed record is current depends on its lane, so every reconcile of a
 keyed record runs under the lane's entity lock (the lock ingest takes; enrichment takes it with
@@ -24,8 +26,9 @@ from django.db import connection
 
 from ..record_sql import RECORD, current_in_lane, live, same_lane, source_bytes
 from .analyzers import Analyzer, maintained_analyzers
+from .compaction import lexical_compaction_due
 from .tables import (
-    DOCUMENT, GROUP, GROUP_COLUMNS, GROUP_STATS, POSTING, SOURCE_TOTALS, TERM_STATS, group_of, group_values,
+    CHANGE, DOCUMENT, GROUP, GROUP_COLUMNS, GROUP_STATS, POSTING, SOURCE_TOTALS, TERM_STATS, group_of, group_values,
 )
 
 _NEVER_SHORTER = 2_147_483_647  # the min_length of a removal delta: never lowers the stored bound
@@ -48,6 +51,8 @@ def lexical_records_changed(*, record_ids: Sequence, inserted: bool) -> None:
             f"SELECT seq FROM x", [ids])
         seqs = [row[0] for row in cursor.fetchall()]
         lexical_reconcile(cursor, seqs)
+        due = sorted(workspace_id for (workspace_id,) in _workspaces(cursor, ids)
+                     if lexical_compaction_due(cursor, workspace_id))
         if inserted:
             cursor.execute(
                 f"INSERT INTO {SOURCE_TOTALS} AS s (workspace_id, collection, rows, bytes) "
@@ -55,6 +60,15 @@ def lexical_records_changed(*, record_ids: Sequence, inserted: bool) -> None:
                 "WHERE r.id = ANY(%s::uuid[]) GROUP BY 1, 2 ORDER BY 1, 2 "
                 "ON CONFLICT (workspace_id, collection) DO UPDATE "
                 "SET rows = s.rows + excluded.rows, bytes = s.bytes + excluded.bytes", [ids])
+    if due:
+        from ..tasks import enqueue_lexical_compaction
+
+        enqueue_lexical_compaction(due)
+
+
+def _workspaces(cursor, ids: list[str]) -> list[tuple[int]]:
+    cursor.execute(f"SELECT DISTINCT workspace_id FROM {RECORD} WHERE id = ANY(%s::uuid[])", [ids])
+    return cursor.fetchall()
 
 
 def lexical_lock_lanes(*, record_ids: Iterable) -> None:
@@ -97,6 +111,9 @@ def lexical_reconcile(cursor, seqs: Sequence[int]) -> tuple[int, int]:
         _postings(cursor, analyzer, add, remove)
     for analyzer, add, remove in plans:
         _documents(cursor, analyzer, add, remove)
+    for analyzer, add, remove in plans:
+        cursor.execute(f"INSERT INTO {CHANGE} (workspace_id, analyzer, seq) SELECT r.workspace_id, %s, r.seq "
+                       f"FROM {RECORD} r WHERE r.seq = ANY(%s) ORDER BY r.seq", [analyzer.code, add + remove])
     return sum(len(add) for _, add, _ in plans), sum(len(remove) for _, _, remove in plans)
 
 

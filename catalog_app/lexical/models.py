@@ -118,3 +118,52 @@ class LexicalBackfill(models.Model):
     class Meta:
         managed = False
         db_table = "catalog_app_lexical_backfill"
+
+
+class LexicalBlock(models.Model):
+    """A run of one (term, group)'s postings with ``first_seq <= seq <= last_seq``, compacted
+    into one value (format in ``catalog_app.lexical.blocks``)."""
+
+    pk = models.CompositePrimaryKey("workspace_id", "analyzer", "term", "group_id", "first_seq")
+    workspace_id = models.IntegerField()
+    analyzer = models.SmallIntegerField()
+    term = models.TextField()
+    group_id = models.IntegerField()
+    first_seq = models.BigIntegerField()
+    last_seq = models.BigIntegerField()
+    postings = models.IntegerField()
+    width = models.SmallIntegerField()
+    data = models.BinaryField()
+
+    class Meta:
+        managed = False
+        db_table = "catalog_app_lexical_block"
+
+
+class LexicalCompaction(models.Model):
+    """Per (workspace, analyzer): the blocks hold every posting with ``seq <= watermark`` as of
+    the last compaction, except the seqs the change log names since."""
+
+    pk = models.CompositePrimaryKey("workspace_id", "analyzer")
+    workspace_id = models.IntegerField()
+    analyzer = models.SmallIntegerField()
+    watermark = models.BigIntegerField()
+    compacted_at = models.DateTimeField()
+
+    class Meta:
+        managed = False
+        db_table = "catalog_app_lexical_compaction"
+
+
+class LexicalChange(models.Model):
+    """A record seq whose postings under an analyzer changed (added or removed), appended by the
+    write path and forgotten by the compaction that folds the change into the blocks."""
+
+    id = models.BigAutoField(primary_key=True)
+    workspace_id = models.IntegerField()
+    analyzer = models.SmallIntegerField()
+    seq = models.BigIntegerField()
+
+    class Meta:
+        managed = False
+        db_table = "catalog_app_lexical_change"

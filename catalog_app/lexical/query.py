@@ -19,14 +19,16 @@ from dataclasses import dataclass
 from uuid import UUID
 
 import numpy as np
+import psycopg
 from django.db import connection
 
 from memseek_site.errors import ApiError
 
 from ..record_sql import RECORD
 from .analyzers import Analyzer, analyzer_get, maintained_analyzers
-from .scoring import TermPostings, best_k, contribution, idf, top_candidates, union_size
-from .tables import DOCUMENT, GROUP, GROUP_STATS, POSTING, SOURCE_TOTALS, TERM_STATS
+from .blocks import decode
+from .scoring import TermPostings, best_k, contribution, idf, slots_of, top_candidates
+from .tables import BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, GROUP_STATS, POSTING, SOURCE_TOTALS, TERM_STATS
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,11 +80,8 @@ def index_top_k(*, workspace_id: int, analyzer: str, terms: tuple[str, ...], k: 
     # fails instead of ranking with a wrong statistic. Bounds come from the postings themselves
     # (exact, so pruning is as tight as it can be, at the cost of one pass over each array).
     whole_cells = scope.entities is None and scope.types is None and scope.keyed is None and scope.versions is None
-    for _, _, _, term, df, max_tf, min_length, blob in rows:
-        table = np.frombuffer(blob or b"", dtype=_POSTING_ROW)
-        seq_array = table["seq"].astype(np.int64)
-        tf_array = table["tf"].astype(np.float64)
-        length_array = table["length"].astype(np.float64)
+    for _, _, _, term, df, max_tf, min_length, blob, *blocks, logged in rows:
+        seq_array, tf_array, length_array = _postings(blob, *blocks, logged)
         top_tf = float(tf_array.max()) if tf_array.size else 0.0
         shortest = float(length_array.min()) if length_array.size else 0.0
         if whole_cells and (int(df or 0) != seq_array.size
@@ -97,13 +96,14 @@ def index_top_k(*, workspace_id: int, analyzer: str, terms: tuple[str, ...], k: 
         bound = float(contribution(term_idf, top_tf, shortest, average)) if average > 0 and df else 0.0
         postings.append(TermPostings(seq_array, tf_array, length_array, term_idf, bound))
         dfs.append(df)
-    matched = union_size(postings)
+    slots = slots_of(postings)
+    matched = slots.matched()
     if matched > n:
         raise LexicalIndexInconsistent(
             "lexical_index_inconsistent", f"The lexical index of workspace {workspace_id} has {matched} records "
             f"matching {terms!r} ({analyzer}) in a scope of {n}; run `python manage.py lexical_check "
             f"--workspace {workspace_id}`.")
-    seqs, scores, scored = top_candidates(postings, k, average)
+    seqs, scores, scored = top_candidates(postings, slots, k, average)
     hits = _ranked(*best_k(seqs, scores, k), k)
     return IndexTopK(n, average, tuple(dfs), matched, hits, scored)
 
@@ -226,13 +226,30 @@ def _entity_filter(workspace_id: int, scope: IndexScope, alias: str) -> tuple[st
 _POSTING_ROW = np.dtype([("seq", ">i8"), ("tf", ">i4"), ("length", ">i4")])
 
 
+def _postings(rows: bytes | None, firsts, counts, widths, datas, logged) -> tuple[np.ndarray, ...]:
+    """One term's (seqs, tfs, lengths) in scope: its blocks without the logged seqs, then its
+    posting rows (those above the watermark or logged), as ``compaction`` defines them."""
+    parts = [decode(first, count, width, data) for first, count, width, data in
+             zip(firsts or (), counts or (), widths or (), datas or ())]
+    if parts and logged:
+        parts = [tuple(array[keep] for array in part) for part in parts
+                 for keep in [~np.isin(part[0], np.asarray(logged, np.int64))]]
+    table = np.frombuffer(rows or b"", dtype=_POSTING_ROW)
+    parts.append((table["seq"], table["tf"], table["length"]))
+    return tuple(np.concatenate([part[i] for part in parts]).astype(dtype)
+                 for i, dtype in enumerate((np.int64, np.float64, np.float64)))
+
+
 def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...], scope: IndexScope) -> list[tuple]:
-    """(N, total length, average, term, maintained df, max tf, min length, postings) per term in
-    query order (one row with NULL term columns when no terms); postings are the big-endian
-    (seq, tf, length) rows of ``_POSTING_ROW``, ascending by seq. The scope's groups are read
-    first (a group, once created, never changes), then everything else in one statement, so
-    statistics and postings come from one snapshot. The average is ``numeric`` division cast
-    to float8, exactly as the oracle's ``avg()``."""
+    """(N, total length, average, term, maintained df, max tf, min length, postings above the
+    watermark or logged, the term's block firsts, counts, widths and data, the logged seqs) per
+    term in query order (one row with NULL term columns when no terms); postings are the
+    big-endian (seq, tf, length) rows of ``_POSTING_ROW``. A scope without entities reads the
+    compacted blocks (``compaction``); an entity scope reads only the rows of its entities'
+    records (watermark 0). The scope's groups are read first (a group, once created, never
+    changes), then everything else in one statement, so statistics and postings come from one
+    snapshot. The average is ``numeric`` division cast to float8, exactly as the oracle's
+    ``avg()``. Results come in binary, so block data is not hex-encoded on the way."""
     groups, group_params = _groups(workspace_id, scope)
     with connection.cursor() as cursor:
         cursor.execute(groups, group_params)
@@ -248,6 +265,8 @@ def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...], scope: 
                       f"FROM {TERM_STATS} t WHERE t.workspace_id = %s AND t.analyzer = %s AND t.term = ANY(%s) "
                       "AND (t.collection, t.status) IN (SELECT * FROM unnest(%s::text[], %s::text[])) GROUP BY t.term")
         term_params = [workspace_id, analyzer.code, list(terms), [c for c, _ in cells], [s for _, s in cells]]
+        watermark = f"SELECT coalesce(max(watermark), 0) FROM {COMPACTION} WHERE workspace_id = %s AND analyzer = %s"
+        watermark_params = [workspace_id, analyzer.code]
     else:
         stats = (f"SELECT count(*) AS n, coalesce(sum(d.length), 0) AS total FROM {DOCUMENT} d "
                  f"JOIN {RECORD} e ON e.seq = d.seq WHERE d.analyzer = %s AND d.group_id = ANY(%s::integer[]) "
@@ -256,19 +275,34 @@ def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...], scope: 
         term_stats = ("SELECT NULL::text AS term, NULL::bigint AS df, NULL::integer AS max_tf, "
                       "NULL::integer AS min_length")
         term_params = []
+        watermark, watermark_params = "SELECT 0::bigint", []
+    row_filter = (f"FROM {POSTING} p WHERE p.workspace_id = %s AND p.analyzer = %s AND p.term = ANY(%s) "
+                  f"AND p.group_id = ANY(%s::integer[]){entity_sql}")
+    row_params = [workspace_id, analyzer.code, list(terms), ids, *entity_params]
     sql = (
-        f"WITH st AS ({stats}), ts AS ({term_stats}), "
-        "po AS (SELECT p.term, string_agg(int8send(p.seq) || int4send(p.tf) || int4send(p.length), ''::bytea "
-        f"ORDER BY p.seq) AS postings FROM {POSTING} p WHERE p.workspace_id = %s AND p.analyzer = %s "
-        f"AND p.term = ANY(%s) AND p.group_id = ANY(%s::integer[]){entity_sql} GROUP BY p.term) "
+        f"WITH st AS ({stats}), ts AS ({term_stats}), w AS MATERIALIZED (SELECT ({watermark}) AS watermark), "
+        f"lg AS MATERIALIZED (SELECT coalesce(array_agg(DISTINCT c.seq), '{{}}') AS seqs FROM {CHANGE} c "
+        "WHERE c.workspace_id = %s AND c.analyzer = %s AND c.seq <= (SELECT watermark FROM w)), "
+        "po AS (SELECT u.term, string_agg(int8send(u.seq) || int4send(u.tf) || int4send(u.length), ''::bytea "
+        f"ORDER BY u.seq) AS postings FROM (SELECT p.term, p.seq, p.tf, p.length {row_filter} "
+        "AND p.seq > (SELECT watermark FROM w) "
+        f"UNION ALL SELECT p.term, p.seq, p.tf, p.length {row_filter} AND p.seq = ANY((SELECT seqs FROM lg)::bigint[])) u "
+        "GROUP BY u.term), "
+        "bl AS (SELECT b.term, array_agg(b.first_seq ORDER BY b.first_seq) AS firsts, "
+        "array_agg(b.postings ORDER BY b.first_seq) AS counts, array_agg(b.width ORDER BY b.first_seq) AS widths, "
+        f"array_agg(b.data ORDER BY b.first_seq) AS datas FROM {BLOCK} b WHERE b.workspace_id = %s "
+        "AND b.analyzer = %s AND b.term = ANY(%s) AND b.group_id = ANY(%s::integer[]) "
+        "AND (SELECT watermark FROM w) > 0 GROUP BY b.term) "
         "SELECT st.n, st.total, CASE WHEN st.n > 0 THEN (st.total::numeric / st.n::numeric)::float8 ELSE 0 END, "
-        "q.term, ts.df, ts.max_tf, ts.min_length, po.postings "
-        "FROM st LEFT JOIN unnest(%s::text[]) WITH ORDINALITY q(term, i) ON true "
-        "LEFT JOIN ts ON ts.term = q.term LEFT JOIN po ON po.term = q.term ORDER BY q.i")
-    params = [*stats_params, *term_params, workspace_id, analyzer.code, list(terms), ids, *entity_params,
-              list(terms)]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        "q.term, ts.df, ts.max_tf, ts.min_length, po.postings, bl.firsts, bl.counts, bl.widths, bl.datas, lg.seqs "
+        "FROM st CROSS JOIN lg LEFT JOIN unnest(%s::text[]) WITH ORDINALITY q(term, i) ON true "
+        "LEFT JOIN ts ON ts.term = q.term LEFT JOIN po ON po.term = q.term LEFT JOIN bl ON bl.term = q.term "
+        "ORDER BY q.i")
+    params = [*stats_params, *term_params, *watermark_params, workspace_id, analyzer.code, *row_params,
+              *row_params, workspace_id, analyzer.code, list(terms), ids, list(terms)]
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(sql, params, binary=True)
         return cursor.fetchall()
 
 

@@ -7,14 +7,20 @@ with the operations in that order, summed over the query terms in query order (a
 lacks adds 0.0, which changes no float). Equal inputs therefore give bit-identical scores, and
 the ranking (score descending, then UUID ascending) is the oracle's.
 
+Slots. Every record gets one position in a score array (``slots_of``): its seq minus the
+lowest seq when the seqs are dense enough, else its rank among the distinct seqs; either way
+adding a term's contributions is one scatter into the array, whatever order the postings come
+in (blocks, then rows).
+
 Pruning (MaxScore). ``bound`` is a valid upper bound of each term's contribution (its value at
 the largest tf and the smallest length of the term's postings in scope). Terms are
-taken in decreasing bound order; after each, the k-th best *partial* score is a lower bound
-``theta`` of the k-th best full score (contributions are non-negative). Once the bounds of the
-terms not yet taken sum to less than ``theta``, a record in none of the taken terms' postings
-cannot reach the top k (nor tie with it), so only the taken terms' records whose partial score
-plus that remainder still reaches ``theta`` are scored in full. Comparisons keep a relative
-margin far above float8 rounding, so pruning never drops a record the exact order would keep.
+taken in decreasing bound order; after each, the k-th best *partial* score among that term's
+records is a lower bound ``theta`` of the k-th best full score (contributions are positive).
+Once the bounds of the terms not yet taken sum to less than ``theta``, a record in none of the
+taken terms' postings cannot reach the top k (nor tie with it), so only the taken terms'
+records whose partial score plus that remainder still reaches ``theta`` are scored in full, in
+query order. Comparisons keep a relative margin far above float8 rounding, so pruning never
+drops a record the exact order would keep.
 """
 from __future__ import annotations
 
@@ -40,7 +46,8 @@ def contribution(term_idf: float, tf, length, average: float):
 
 @dataclass(frozen=True, slots=True)
 class TermPostings:
-    """One query term's postings in scope: ``seqs`` ascending, with ``tfs`` and ``lengths``."""
+    """One query term's postings in scope: distinct ``seqs`` in any order, with ``tfs`` and
+    ``lengths``."""
 
     seqs: np.ndarray  # int64
     tfs: np.ndarray  # float64
@@ -49,35 +56,54 @@ class TermPostings:
     bound: float  # >= every contribution of this term in scope
 
 
-def sorted_union(arrays: list[np.ndarray]) -> np.ndarray:
-    """The distinct values of ascending int64 arrays, ascending (a sort, not numpy's hashing
-    ``unique``, which is several times slower on posting lists)."""
-    arrays = [a for a in arrays if a.size]
-    if not arrays:
-        return np.empty(0, np.int64)
-    if len(arrays) == 1:
-        return arrays[0]
-    merged = np.sort(np.concatenate(arrays), kind="stable")
-    keep = np.empty(merged.size, bool)
-    keep[0] = True
-    np.not_equal(merged[1:], merged[:-1], out=keep[1:])
-    return merged[keep]
+@dataclass(frozen=True, slots=True)
+class Slots:
+    """Each term's postings as positions in one score array of ``width``: ``seq - base`` when
+    the seqs are dense enough (``values`` None), else the rank of the seq among the distinct
+    seqs ``values``. Either way a record has one slot whatever term it comes from."""
+
+    per_term: list[np.ndarray]
+    width: int
+    base: int
+    values: np.ndarray | None
+
+    def seqs(self, slots: np.ndarray) -> np.ndarray:
+        return slots + self.base if self.values is None else self.values[slots]
+
+    def matched(self) -> int:
+        """How many distinct records the postings hold."""
+        if self.values is not None:
+            return int(self.values.size)
+        seen = np.zeros(self.width, bool)
+        for slots in self.per_term:
+            seen[slots] = True
+        return int(np.count_nonzero(seen))
 
 
-def union_size(postings: list[TermPostings]) -> int:
-    """How many distinct records the terms' postings hold."""
-    return int(sorted_union([p.seqs for p in postings]).size)
+DENSE_SPAN = 4  # a score array at most this many times the postings (plus DENSE_MIN) is indexed by seq
+DENSE_MIN = 1 << 20
 
 
-def _lookup(p: TermPostings, seqs: np.ndarray, average: float) -> np.ndarray:
-    """The term's contribution for each of ``seqs`` (0.0 where it has no posting)."""
-    out = np.zeros(seqs.size)
-    if p.seqs.size == 0 or seqs.size == 0:
-        return out
-    at = np.minimum(np.searchsorted(p.seqs, seqs), p.seqs.size - 1)
-    hit = p.seqs[at] == seqs
-    out[hit] = contribution(p.idf, p.tfs[at[hit]], p.lengths[at[hit]], average)
-    return out
+def slots_of(postings: list[TermPostings]) -> Slots:
+    """The slot of every posting (``Slots``)."""
+    arrays = [p.seqs for p in postings]
+    total = sum(a.size for a in arrays)
+    if not total:
+        return Slots([np.empty(0, np.int64) for _ in arrays], 0, 0, None)
+    low = min(int(a.min()) for a in arrays if a.size)
+    high = max(int(a.max()) for a in arrays if a.size)
+    if high - low + 1 <= DENSE_SPAN * total + DENSE_MIN:
+        return Slots([a - low for a in arrays], high - low + 1, low, None)
+    merged = np.concatenate(arrays)
+    order = np.argsort(merged, kind="stable")
+    ordered = merged[order]
+    fresh = np.empty(ordered.size, bool)
+    fresh[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=fresh[1:])
+    rank = np.empty(ordered.size, np.int64)
+    rank[order] = np.cumsum(fresh) - 1
+    cuts = np.cumsum([a.size for a in arrays])[:-1]
+    return Slots(np.split(rank, cuts), int(np.count_nonzero(fresh)), 0, ordered[fresh])
 
 
 def _kth(values: np.ndarray, k: int) -> float:
@@ -86,37 +112,39 @@ def _kth(values: np.ndarray, k: int) -> float:
     return float(np.partition(values, values.size - k)[values.size - k])
 
 
-def top_candidates(postings: list[TermPostings], k: int, average: float) -> tuple[np.ndarray, np.ndarray, int]:
+def top_candidates(postings: list[TermPostings], slots: Slots, k: int,
+                   average: float) -> tuple[np.ndarray, np.ndarray, int]:
     """The records that may be in the exact top ``k``, with their exact scores: every record
     whose score is at least the k-th best is among them. Returns (seqs, scores, records scored
     in full)."""
-    if k <= 0 or average <= 0 or not any(p.seqs.size for p in postings):
+    if k <= 0 or average <= 0 or not slots.width:
         return np.empty(0, np.int64), np.empty(0), 0
     order = sorted(range(len(postings)), key=lambda i: -postings[i].bound)
     remaining = sum(p.bound for p in postings)
-    seen = np.empty(0, np.int64)
-    partial = np.empty(0)
+    partial = np.zeros(slots.width)
     theta = -math.inf
     for taken, i in enumerate(order):
-        p = postings[i]
+        p, at = postings[i], slots.per_term[i]
         remaining -= p.bound
-        if p.seqs.size:
-            merged = sorted_union([seen, p.seqs])
-            grown = np.zeros(merged.size)
-            if seen.size:
-                grown[np.searchsorted(merged, seen)] = partial
-            grown[np.searchsorted(merged, p.seqs)] += contribution(p.idf, p.tfs, p.lengths, average)
-            seen, partial = merged, grown
-            theta = _kth(partial, k)
+        if at.size:
+            partial[at] += contribution(p.idf, p.tfs, p.lengths, average)
+            # The k-th best partial score among this term's records is at most the k-th best
+            # over all records: a valid threshold for a fraction of the cost.
+            theta = max(theta, _kth(partial[at], k))
         if remaining * (1 + _MARGIN) < theta * (1 - _MARGIN) or taken == len(order) - 1:
             break
     if theta > -math.inf:
-        keep = (partial + remaining) * (1 + _MARGIN) >= theta * (1 - _MARGIN)
-        seen = seen[keep]
-    scores = np.zeros(seen.size)
-    for p in postings:  # query order, as the oracle sums
-        scores = scores + _lookup(p, seen, average)
-    return seen, scores, int(seen.size)
+        candidates = np.flatnonzero((partial + remaining) * (1 + _MARGIN) >= theta * (1 - _MARGIN))
+    else:  # fewer than k records in any term: every record holding a term
+        candidates = np.flatnonzero(partial)
+    position = np.full(slots.width, -1, np.int64)
+    position[candidates] = np.arange(candidates.size)
+    scores = np.zeros(candidates.size)
+    for p, at in zip(postings, slots.per_term):  # query order, as the oracle sums
+        where = position[at]
+        hit = where >= 0
+        scores[where[hit]] += contribution(p.idf, p.tfs[hit], p.lengths[hit], average)
+    return slots.seqs(candidates), scores, int(candidates.size)
 
 
 def best_k(seqs: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:

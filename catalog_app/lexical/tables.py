@@ -1,8 +1,8 @@
 """The lexical index's table names (from the models) and the SQL that joins a record ``r`` to
 its group ``g``."""
 from .models import (
-    LexicalBackfill, LexicalDocument, LexicalGroup, LexicalGroupStats, LexicalPosting, LexicalSourceTotals,
-    LexicalTermStats,
+    LexicalBackfill, LexicalBlock, LexicalChange, LexicalCompaction, LexicalDocument, LexicalGroup,
+    LexicalGroupStats, LexicalPosting, LexicalSourceTotals, LexicalTermStats,
 )
 
 GROUP = LexicalGroup._meta.db_table
@@ -12,6 +12,9 @@ DOCUMENT = LexicalDocument._meta.db_table
 POSTING = LexicalPosting._meta.db_table
 SOURCE_TOTALS = LexicalSourceTotals._meta.db_table
 BACKFILL = LexicalBackfill._meta.db_table
+BLOCK = LexicalBlock._meta.db_table
+COMPACTION = LexicalCompaction._meta.db_table
+CHANGE = LexicalChange._meta.db_table
 
 GROUP_COLUMNS = ("workspace_id", "collection", "collection_version", "type", "status", "keyed")
 

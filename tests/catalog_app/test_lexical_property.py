@@ -2,16 +2,20 @@
 
 Each example writes random batches (events, keyed facts restated and withdrawn, unready records
 made ready or left pending, drafts approved or rejected) into one workspace inside a savepoint
-that is rolled back afterwards, then compares random queries (terms, k, scopes) between the
-index and the oracle: the same n, dfs, average length and matched count, the same hits in the
-same order, scores within 1e-9.
+that is rolled back afterwards, compacting the posting blocks after a batch or not (none,
+incremental, full; tiny blocks, so ranges split, merge and get rebuilt), then compares random
+queries (terms, k, scopes) between the index and the oracle: the same n, dfs, average length
+and matched count, the same hits in the same order, scores within 1e-9. The score array is
+indexed by seq or by rank among the distinct seqs at random.
 """
 import pytest
 from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from catalog_app.lexical import blocks, scoring
 from catalog_app.lexical.check import lexical_check
+from catalog_app.lexical.compaction import lexical_compact
 from catalog_app.lexical.query import IndexScope, index_top_k
 from catalog_app.services.enrichment import records_enrich
 from catalog_app.services.record_ingest import record_ingest_batch
@@ -88,13 +92,21 @@ def _apply(ws, batch: list[dict]) -> None:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
-@given(batches=st.lists(st.lists(item, min_size=1, max_size=12), min_size=1, max_size=5),
-       queries=st.lists(query, min_size=1, max_size=5))
-def test_index_top_k_equals_the_full_scan(ws, batches, queries):
+@given(batches=st.lists(st.tuples(st.lists(item, min_size=1, max_size=12),
+                                   st.sampled_from((None, "incremental", "full"))), min_size=1, max_size=5),
+       queries=st.lists(query, min_size=1, max_size=5), dense=st.booleans())
+def test_index_top_k_equals_the_full_scan(ws, batches, queries, dense, monkeypatch):
+    monkeypatch.setattr(blocks, "BLOCK_POSTINGS", 3)
+    monkeypatch.setattr(blocks, "SMALL_BLOCK", 2)
+    monkeypatch.setattr("catalog_app.lexical.compaction.SMALL_BLOCK", 2)
+    monkeypatch.setattr(scoring, "DENSE_MIN", 1 << 20 if dense else 0)
+    monkeypatch.setattr(scoring, "DENSE_SPAN", 4 if dense else 0)
     with transaction.atomic():
         _apply.current = {}
-        for batch in batches:
+        for batch, compaction in batches:
             _apply(ws, batch)
+            if compaction:
+                lexical_compact(workspace_id=ws.pk, full=compaction == "full")
         for terms, k, where in queries:
             got = index_top_k(workspace_id=ws.pk, analyzer="bm25_v1", terms=terms, k=k, scope=where)
             want = oracle_top_k(ws.pk, terms, k, where)

@@ -1,0 +1,62 @@
+"""The format of a compacted posting block, and splitting a posting run into blocks.
+
+A block holds one (term, group)'s postings with ``first_seq <= seq <= last_seq``, ascending by
+seq, as three little-endian arrays one after the other: the offsets ``seq - first_seq``
+(uint32), the tfs, then the lengths, both unsigned integers of ``width`` bytes (1, 2 or 4: the
+narrowest that holds the block's largest value). So the bench's postings take 6 bytes each
+instead of a B-tree entry of about 40, and numpy reads a block without a copy.
+
+Pure numpy: no database.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+BLOCK_POSTINGS = 8192  # the most postings a block holds
+SMALL_BLOCK = BLOCK_POSTINGS // 4  # a last block smaller than this takes new postings in; a bigger one is left whole
+_WIDTHS = {1: np.dtype("<u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4")}
+_OFFSET = np.dtype("<u4")
+_MAX_OFFSET = 2 ** 32 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    first_seq: int
+    last_seq: int
+    postings: int
+    width: int
+    data: bytes
+
+
+def encode(seqs: np.ndarray, tfs: np.ndarray, lengths: np.ndarray) -> Block:
+    """One block of ascending ``seqs`` (at most ``BLOCK_POSTINGS``, spanning less than 2**32)."""
+    first = int(seqs[0])
+    largest = int(max(tfs.max(), lengths.max()))
+    width = next(size for size, dtype in _WIDTHS.items() if largest <= np.iinfo(dtype).max)
+    dtype = _WIDTHS[width]
+    data = (np.asarray(seqs - first, _OFFSET).tobytes() + np.asarray(tfs, dtype).tobytes()
+            + np.asarray(lengths, dtype).tobytes())
+    return Block(first, int(seqs[-1]), int(seqs.size), width, data)
+
+
+def decode(first_seq: int, postings: int, width: int, data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(seqs int64, tfs, lengths) of one block."""
+    dtype = _WIDTHS[width]
+    offsets = np.frombuffer(data, _OFFSET, postings)
+    tfs = np.frombuffer(data, dtype, postings, offset=4 * postings)
+    lengths = np.frombuffer(data, dtype, postings, offset=(4 + width) * postings)
+    return offsets.astype(np.int64) + first_seq, tfs, lengths
+
+
+def split(seqs: np.ndarray, tfs: np.ndarray, lengths: np.ndarray) -> list[Block]:
+    """Ascending postings cut into blocks of at most ``BLOCK_POSTINGS``, each spanning less
+    than 2**32 seqs."""
+    blocks, start = [], 0
+    while start < seqs.size:
+        end = min(start + BLOCK_POSTINGS, seqs.size)
+        end = start + int(np.searchsorted(seqs[start:end], seqs[start] + _MAX_OFFSET, side="right"))
+        blocks.append(encode(seqs[start:end], tfs[start:end], lengths[start:end]))
+        start = end
+    return blocks
