@@ -2,7 +2,9 @@
 every query, the same top 10 and scores as bm25s over the same ``bm25_v1`` tokens with k1 1.2,
 b 0.75 and bm25s's Lucene variant, whose idf is the page's ``ln(1 + (N - df + 0.5) / (df +
 0.5))``. Lucene's term weight drops BM25's constant ``(k1 + 1)`` factor, so the page's score is
-bm25s's times 2.2. The corpus is ingested without embeddings (a collection with no processors).
+bm25s's times 2.2. The corpus is ingested without embeddings (a collection with no processors),
+and the lexical index compacted before the last 300 abstracts, so queries read blocks and posting
+rows together.
 """
 import json
 import uuid
@@ -12,6 +14,7 @@ import numpy as np
 import pytest
 
 from catalog_app.bm25_terms import bm25_query_terms, bm25_tokens
+from catalog_app.lexical.compaction import lexical_compact
 from catalog_app.services.catalog_load import catalog_load
 from catalog_app.services.record_ingest import record_ingest_batch
 
@@ -53,6 +56,9 @@ def _ingest(workspace, tmp_path, corpus) -> list[uuid.UUID]:
     workspace.refresh_from_db()
     ids = []
     for start in range(0, len(corpus), 100):
+        if start == len(corpus) // 100 * 100 - 300:
+            (outcome, *_) = lexical_compact(workspace_id=workspace.pk)
+            assert outcome.blocks_written > 0
         items = [{"entity": "scifact", "collection": "abstracts", "type": "abstract", "text": text,
                   "content": {"doc_id": doc_id}} for doc_id, text in corpus[start:start + 100]]
         result = record_ingest_batch(workspace=workspace, items=items)
