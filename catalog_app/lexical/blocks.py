@@ -41,13 +41,26 @@ def encode(seqs: np.ndarray, tfs: np.ndarray, lengths: np.ndarray) -> Block:
     return Block(first, int(seqs[-1]), int(seqs.size), width, data)
 
 
-def decode(first_seq: int, postings: int, width: int, data: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(seqs int64, tfs, lengths) of one block."""
+def decode(first_seq: int, postings: int, width: int, data: bytes,
+           start: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(seqs int64, tfs, lengths) of the block whose data begins at byte ``start`` of ``data``."""
     dtype = _WIDTHS[width]
-    offsets = np.frombuffer(data, _OFFSET, postings)
-    tfs = np.frombuffer(data, dtype, postings, offset=4 * postings)
-    lengths = np.frombuffer(data, dtype, postings, offset=(4 + width) * postings)
+    offsets = np.frombuffer(data, _OFFSET, postings, offset=start)
+    tfs = np.frombuffer(data, dtype, postings, offset=start + 4 * postings)
+    lengths = np.frombuffer(data, dtype, postings, offset=start + (4 + width) * postings)
     return offsets.astype(np.int64) + first_seq, tfs, lengths
+
+
+def decode_into(first_seq: int, postings: int, width: int, data: bytes, start: int, seqs: np.ndarray,
+                tfs: np.ndarray, lengths: np.ndarray) -> None:
+    """``decode`` written into the given arrays (of ``postings`` values each), converting as it
+    copies."""
+    offsets, block_tfs, block_lengths = (np.frombuffer(data, dtype, postings, offset=start + skip)
+                                         for dtype, skip in ((_OFFSET, 0), (_WIDTHS[width], 4 * postings),
+                                                             (_WIDTHS[width], (4 + width) * postings)))
+    np.add(offsets, first_seq, out=seqs, casting="unsafe")
+    tfs[:] = block_tfs
+    lengths[:] = block_lengths
 
 
 def split(seqs: np.ndarray, tfs: np.ndarray, lengths: np.ndarray) -> list[Block]:

@@ -26,7 +26,7 @@ from memseek_site.errors import ApiError
 
 from ..record_sql import RECORD
 from .analyzers import Analyzer, analyzer_get, maintained_analyzers
-from .blocks import decode
+from .blocks import decode_into
 from .scoring import TermPostings, best_k, contribution, idf, slots_of, top_candidates
 from .tables import BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, GROUP_STATS, POSTING, SOURCE_TOTALS, TERM_STATS
 
@@ -226,23 +226,30 @@ def _entity_filter(workspace_id: int, scope: IndexScope, alias: str) -> tuple[st
 _POSTING_ROW = np.dtype([("seq", ">i8"), ("tf", ">i4"), ("length", ">i4")])
 
 
-def _postings(rows: bytes | None, firsts, counts, widths, datas, logged) -> tuple[np.ndarray, ...]:
-    """One term's (seqs, tfs, lengths) in scope: its blocks without the logged seqs, then its
-    posting rows (those above the watermark or logged), as ``compaction`` defines them."""
-    parts = [decode(first, count, width, data) for first, count, width, data in
-             zip(firsts or (), counts or (), widths or (), datas or ())]
-    if parts and logged:
-        parts = [tuple(array[keep] for array in part) for part in parts
-                 for keep in [~np.isin(part[0], np.asarray(logged, np.int64))]]
+def _postings(rows: bytes | None, firsts, counts, widths, data: bytes | None, logged) -> tuple[np.ndarray, ...]:
+    """One term's (seqs, tfs, lengths) in scope: its blocks (``data``, their values one after
+    another) without the logged seqs, then its posting rows (those above the watermark or
+    logged), as ``compaction`` defines them. Decoded straight into the output arrays."""
     table = np.frombuffer(rows or b"", dtype=_POSTING_ROW)
-    parts.append((table["seq"], table["tf"], table["length"]))
-    return tuple(np.concatenate([part[i] for part in parts]).astype(dtype)
-                 for i, dtype in enumerate((np.int64, np.float64, np.float64)))
+    held = sum(counts or ())
+    seqs, tfs, lengths = np.empty(held + table.size, np.int64), np.empty(held + table.size), np.empty(held + table.size)
+    at = offset = 0
+    for first, count, width in zip(firsts or (), counts or (), widths or ()):
+        decode_into(first, count, width, data, offset, seqs[at:at + count], tfs[at:at + count],
+                    lengths[at:at + count])
+        at, offset = at + count, offset + (4 + 2 * width) * count
+    seqs[held:], tfs[held:], lengths[held:] = table["seq"], table["tf"], table["length"]
+    if held and logged:
+        keep = np.ones(seqs.size, bool)
+        keep[:held] = ~np.isin(seqs[:held], np.asarray(logged, np.int64))
+        seqs, tfs, lengths = seqs[keep], tfs[keep], lengths[keep]
+    return seqs, tfs, lengths
 
 
 def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...], scope: IndexScope) -> list[tuple]:
     """(N, total length, average, term, maintained df, max tf, min length, postings above the
-    watermark or logged, the term's block firsts, counts, widths and data, the logged seqs) per
+    watermark or logged, the term's block firsts, counts and widths, its blocks' data one after
+    another, the logged seqs) per
     term in query order (one row with NULL term columns when no terms); postings are the
     big-endian (seq, tf, length) rows of ``_POSTING_ROW``. A scope without entities reads the
     compacted blocks (``compaction``); an entity scope reads only the rows of its entities'
@@ -290,20 +297,20 @@ def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...], scope: 
         "GROUP BY u.term), "
         "bl AS (SELECT b.term, array_agg(b.first_seq ORDER BY b.first_seq) AS firsts, "
         "array_agg(b.postings ORDER BY b.first_seq) AS counts, array_agg(b.width ORDER BY b.first_seq) AS widths, "
-        f"array_agg(b.data ORDER BY b.first_seq) AS datas FROM {BLOCK} b WHERE b.workspace_id = %s "
+        f"string_agg(b.data, ''::bytea ORDER BY b.first_seq) AS data FROM {BLOCK} b WHERE b.workspace_id = %s "
         "AND b.analyzer = %s AND b.term = ANY(%s) AND b.group_id = ANY(%s::integer[]) "
         "AND (SELECT watermark FROM w) > 0 GROUP BY b.term) "
         "SELECT st.n, st.total, CASE WHEN st.n > 0 THEN (st.total::numeric / st.n::numeric)::float8 ELSE 0 END, "
-        "q.term, ts.df, ts.max_tf, ts.min_length, po.postings, bl.firsts, bl.counts, bl.widths, bl.datas, lg.seqs "
+        "q.term, ts.df, ts.max_tf, ts.min_length, po.postings, bl.firsts, bl.counts, bl.widths, bl.data, lg.seqs, q.i "
         "FROM st CROSS JOIN lg LEFT JOIN unnest(%s::text[]) WITH ORDINALITY q(term, i) ON true "
-        "LEFT JOIN ts ON ts.term = q.term LEFT JOIN po ON po.term = q.term LEFT JOIN bl ON bl.term = q.term "
-        "ORDER BY q.i")
+        "LEFT JOIN ts ON ts.term = q.term LEFT JOIN po ON po.term = q.term LEFT JOIN bl ON bl.term = q.term")
     params = [*stats_params, *term_params, *watermark_params, workspace_id, analyzer.code, *row_params,
               *row_params, workspace_id, analyzer.code, list(terms), ids, list(terms)]
     connection.ensure_connection()
     with psycopg.Cursor(connection.connection) as cursor:
         cursor.execute(sql, params, binary=True)
-        return cursor.fetchall()
+        # In query order here, not by the statement: sorting would copy every term's blocks.
+        return [row[:-1] for row in sorted(cursor.fetchall(), key=lambda row: row[-1] or 0)]
 
 
 def _ranked(above: np.ndarray, above_scores: np.ndarray, tied: np.ndarray, kth: float,

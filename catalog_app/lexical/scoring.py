@@ -9,18 +9,19 @@ the ranking (score descending, then UUID ascending) is the oracle's.
 
 Slots. Every record gets one position in a score array (``slots_of``): its seq minus the
 lowest seq when the seqs are dense enough, else its rank among the distinct seqs; either way
-adding a term's contributions is one scatter into the array, whatever order the postings come
-in (blocks, then rows).
+summing the terms' contributions is one ``bincount`` into the array, whatever order the
+postings come in (blocks, then rows).
 
 Pruning (MaxScore). ``bound`` is a valid upper bound of each term's contribution (its value at
-the largest tf and the smallest length of the term's postings in scope). Terms are
-taken in decreasing bound order; after each, the k-th best *partial* score among that term's
-records is a lower bound ``theta`` of the k-th best full score (contributions are positive).
-Once the bounds of the terms not yet taken sum to less than ``theta``, a record in none of the
-taken terms' postings cannot reach the top k (nor tie with it), so only the taken terms'
-records whose partial score plus that remainder still reaches ``theta`` are scored in full, in
-query order. Comparisons keep a relative margin far above float8 rounding, so pruning never
-drops a record the exact order would keep.
+the largest tf and the smallest length of the term's postings in scope). A record's score is
+at least each of its contributions, so the k-th best contribution of any one term is a lower
+bound ``theta`` of the k-th best score, and so is that of any subset of its postings (the
+first postings of the highest-bound terms are tried). Taking terms in
+increasing bound order, those whose bounds together stay below ``theta`` are *non-essential*: a
+record holding none of the other, essential terms cannot reach the top k (nor tie with it). So
+only the records of the essential terms are scored in full, and a non-essential term's
+postings are looked at only for them. Comparisons keep a relative margin far above float8
+rounding, so pruning never drops a record the exact order would keep.
 """
 from __future__ import annotations
 
@@ -32,6 +33,8 @@ import numpy as np
 K1 = 1.2
 B = 0.75
 _MARGIN = 1e-9  # relative slack of every pruning comparison: rounding is ~1e-16
+_THETA_TERMS = 2  # the highest-bound terms whose k-th best contribution is tried as the threshold
+_THETA_SAMPLE = 32_768  # of their first postings (any subset's k-th best is a valid threshold)
 
 
 def idf(n: int, df: int) -> float:
@@ -119,32 +122,34 @@ def top_candidates(postings: list[TermPostings], slots: Slots, k: int,
     in full)."""
     if k <= 0 or average <= 0 or not slots.width:
         return np.empty(0, np.int64), np.empty(0), 0
+    contributions = [contribution(p.idf, p.tfs, p.lengths, average) for p in postings]
     order = sorted(range(len(postings)), key=lambda i: -postings[i].bound)
-    remaining = sum(p.bound for p in postings)
-    partial = np.zeros(slots.width)
-    theta = -math.inf
-    for taken, i in enumerate(order):
-        p, at = postings[i], slots.per_term[i]
-        remaining -= p.bound
-        if at.size:
-            partial[at] += contribution(p.idf, p.tfs, p.lengths, average)
-            # The k-th best partial score among this term's records is at most the k-th best
-            # over all records: a valid threshold for a fraction of the cost.
-            theta = max(theta, _kth(partial[at], k))
-        if remaining * (1 + _MARGIN) < theta * (1 - _MARGIN) or taken == len(order) - 1:
-            break
-    if theta > -math.inf:
-        candidates = np.flatnonzero((partial + remaining) * (1 + _MARGIN) >= theta * (1 - _MARGIN))
-    else:  # fewer than k records in any term: every record holding a term
-        candidates = np.flatnonzero(partial)
-    position = np.full(slots.width, -1, np.int64)
-    position[candidates] = np.arange(candidates.size)
-    scores = np.zeros(candidates.size)
-    for p, at in zip(postings, slots.per_term):  # query order, as the oracle sums
-        where = position[at]
-        hit = where >= 0
-        scores[where[hit]] += contribution(p.idf, p.tfs[hit], p.lengths[hit], average)
-    return slots.seqs(candidates), scores, int(candidates.size)
+    # theta: a record's score is at least any one of its contributions, so the k-th best
+    # contribution of one term is at most the k-th best score. The rarest terms give the best.
+    theta = max((_kth(contributions[i][:_THETA_SAMPLE], k) for i in order[:_THETA_TERMS]), default=-math.inf)
+    essential = len(order)
+    remaining = 0.0
+    while essential > 1 and (remaining + postings[order[essential - 1]].bound) * (1 + _MARGIN) < theta * (1 - _MARGIN):
+        essential -= 1
+        remaining += postings[order[essential]].bound
+    # Only a record holding an essential term can reach theta: the others' bounds sum below it.
+    keep = np.zeros(slots.width, bool)
+    for i in order[:essential]:
+        keep[slots.per_term[i]] = True
+    # Exact scores of the kept records: every term's contributions to them, summed in query
+    # order as the oracle sums (bincount adds its weights in array order); a non-essential term
+    # is looked at only for the kept records.
+    non_essential = set(order[essential:])
+    parts = []
+    for i, (at, computed) in enumerate(zip(slots.per_term, contributions)):
+        if i in non_essential:
+            hit = keep[at]
+            at, computed = at[hit], computed[hit]
+        parts.append((at, computed))
+    scores = np.bincount(np.concatenate([at for at, _ in parts]), weights=np.concatenate([c for _, c in parts]),
+                         minlength=slots.width)
+    candidates = np.flatnonzero(keep)
+    return slots.seqs(candidates), scores[candidates], int(candidates.size)
 
 
 def best_k(seqs: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
