@@ -66,6 +66,13 @@ def test_a_cursor_between_or_past_the_ordinals_pages_correctly(catalog, api):
     assert api.get("/timeline?entity=user-1&before_seq=1").json()["records"] == []
 
 
+def test_each_record_draws_one_global_seq(catalog, api):
+    ids = post(api, *(note(f"n{i}") for i in range(4)))
+    ids += post(api, note("n4"))
+    seqs = [Record.objects.get(pk=rid).seq for rid in ids]
+    assert [b - a for a, b in zip(seqs, seqs[1:])] == [1, 1, 1, 1]
+
+
 def test_each_workspace_counts_from_one(catalog, api, other_workspace_api):
     post(other_workspace_api, note("a"))
     post(api, note("b"))
