@@ -10,11 +10,11 @@ with seq <= the watermark, except the logged seqs). Read-only.
 from __future__ import annotations
 
 import numpy as np
-import psycopg
 from django.db import connection
 
 from ..record_sql import RECORD, current_in_lane, live, source_bytes
 from .analyzers import Analyzer, maintained_analyzers
+from .binary_rows import binary_rows
 from .blocks import decode
 from .tables import BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, GROUP_STATS, POSTING, SOURCE_TOTALS, TERM_STATS, group_of
 
@@ -30,11 +30,10 @@ def lexical_check(*, workspace_id: int) -> list[str]:
                 differences += [f"{analyzer.name}: {line}" for (line,) in cursor.fetchall()]
         cursor.execute(_SOURCE_TOTALS, {"ws": workspace_id})
         differences += [line for (line,) in cursor.fetchall()]
-    connection.ensure_connection()
-    with psycopg.Cursor(connection.connection) as cursor:
-        for analyzer in maintained_analyzers():
-            cursor.execute(_BLOCKS, {"ws": workspace_id, "analyzer": analyzer.code}, binary=True)
-            differences += [f"{analyzer.name}: {line}" for row in cursor.fetchall() for line in _block_differences(*row)]
+    for analyzer in maintained_analyzers():
+        differences += [f"{analyzer.name}: {line}"
+                        for row in binary_rows(_BLOCKS, {"ws": workspace_id, "analyzer": analyzer.code})
+                        for line in _block_differences(*row)]
     return differences
 
 

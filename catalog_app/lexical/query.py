@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from uuid import UUID
 
 import numpy as np
-import psycopg
 from django.db import connection
 
 from memseek_site.errors import ApiError
 
 from ..record_sql import RECORD
 from .analyzers import Analyzer, analyzer_get, maintained_analyzers
+from .binary_rows import binary_rows
 from .blocks import decode_into
 from .scoring import TermPostings, best_k, contribution, idf, slots_of, top_candidates
 from .tables import BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, GROUP_STATS, POSTING, SOURCE_TOTALS, TERM_STATS
@@ -256,7 +256,7 @@ def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...], scope: 
     records (watermark 0). The scope's groups are read first (a group, once created, never
     changes), then everything else in one statement, so statistics and postings come from one
     snapshot. The average is ``numeric`` division cast to float8, exactly as the oracle's
-    ``avg()``. Results come in binary, so block data is not hex-encoded on the way."""
+    ``avg()``. Results come in binary (``binary_rows``)."""
     groups, group_params = _groups(workspace_id, scope)
     with connection.cursor() as cursor:
         cursor.execute(groups, group_params)
@@ -306,11 +306,8 @@ def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...], scope: 
         "LEFT JOIN ts ON ts.term = q.term LEFT JOIN po ON po.term = q.term LEFT JOIN bl ON bl.term = q.term")
     params = [*stats_params, *term_params, *watermark_params, workspace_id, analyzer.code, *row_params,
               *row_params, workspace_id, analyzer.code, list(terms), ids, list(terms)]
-    connection.ensure_connection()
-    with psycopg.Cursor(connection.connection) as cursor:
-        cursor.execute(sql, params, binary=True)
-        # In query order here, not by the statement: sorting would copy every term's blocks.
-        return [row[:-1] for row in sorted(cursor.fetchall(), key=lambda row: row[-1] or 0)]
+    # In query order here, not by the statement: sorting would copy every term's blocks.
+    return [row[:-1] for row in sorted(binary_rows(sql, params), key=lambda row: row[-1] or 0)]
 
 
 def _ranked(above: np.ndarray, above_scores: np.ndarray, tied: np.ndarray, kth: float,
