@@ -6,6 +6,9 @@ seq, as three little-endian arrays one after the other: the offsets ``seq - firs
 narrowest that holds the block's largest value). So the bench's postings take 6 bytes each
 instead of a B-tree entry of about 40, and numpy reads a block without a copy.
 
+Posting rows read in bulk travel in one wire format too: ``packed_rows`` is the SQL aggregate
+that packs a set of rows into one big-endian ``bytea``, ``ROW`` the numpy dtype that reads it.
+
 Pure numpy: no database.
 """
 from __future__ import annotations
@@ -19,6 +22,13 @@ SMALL_BLOCK = BLOCK_POSTINGS // 4  # a last block smaller than this takes new po
 _WIDTHS = {1: np.dtype("<u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4")}
 _OFFSET = np.dtype("<u4")
 _MAX_OFFSET = 2 ** 32 - 1
+ROW = np.dtype([("seq", ">i8"), ("tf", ">i4"), ("length", ">i4")])
+
+
+def packed_rows(alias: str) -> str:
+    """SQL: the posting rows ``alias`` aggregated, ascending by seq, into the bytes of ``ROW``."""
+    return (f"string_agg(int8send({alias}.seq) || int4send({alias}.tf) || int4send({alias}.length), ''::bytea "
+            f"ORDER BY {alias}.seq)")
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,8 +15,10 @@ from django.db import connection
 from ..record_sql import RECORD, current_in_lane, live, source_bytes
 from .analyzers import Analyzer, maintained_analyzers
 from .binary_rows import binary_rows
-from .blocks import decode
-from .tables import BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, GROUP_STATS, POSTING, SOURCE_TOTALS, TERM_STATS, group_of
+from .blocks import ROW, decode, packed_rows
+from .tables import (
+    BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, GROUP_STATS, POSTING, SOURCE_TOTALS, TERM_STATS, group_of,
+)
 
 
 def lexical_check(*, workspace_id: int) -> list[str]:
@@ -37,14 +39,12 @@ def lexical_check(*, workspace_id: int) -> list[str]:
     return differences
 
 
-_ROW = np.dtype([("seq", ">i8"), ("tf", ">i4"), ("length", ">i4")])
 _BLOCKS = (
     f"WITH w AS (SELECT coalesce(max(watermark), 0) AS watermark FROM {COMPACTION} "
     "WHERE workspace_id = %(ws)s AND analyzer = %(analyzer)s), "
     f"lg AS (SELECT coalesce(array_agg(DISTINCT seq), '{{}}') AS seqs FROM {CHANGE} "
     "WHERE workspace_id = %(ws)s AND analyzer = %(analyzer)s), "
-    "r AS (SELECT p.term, p.group_id, string_agg(int8send(p.seq) || int4send(p.tf) || int4send(p.length), "
-    f"''::bytea ORDER BY p.seq) AS blob FROM {POSTING} p WHERE p.workspace_id = %(ws)s "
+    f"r AS (SELECT p.term, p.group_id, {packed_rows('p')} AS blob FROM {POSTING} p WHERE p.workspace_id = %(ws)s "
     "AND p.analyzer = %(analyzer)s AND p.seq <= (SELECT watermark FROM w) "
     "AND NOT p.seq = ANY((SELECT seqs FROM lg)::bigint[]) GROUP BY 1, 2), "
     "b AS (SELECT term, group_id, array_agg(first_seq ORDER BY first_seq) AS firsts, "
@@ -72,7 +72,7 @@ def _block_differences(term, group_id, blob, firsts, lasts, counts, widths, data
         held.update(zip(seqs.tolist(), zip(tfs.tolist(), lengths.tolist())))
     for seq in logged or ():
         held.pop(seq, None)
-    rows = np.frombuffer(blob or b"", _ROW)
+    rows = np.frombuffer(blob or b"", ROW)
     expected = dict(zip(rows["seq"].tolist(), zip(rows["tf"].tolist(), rows["length"].tolist())))
     for seq in sorted(expected.keys() | held.keys()):
         if seq not in held:

@@ -40,12 +40,11 @@ from memseek_site.conf import memseek_setting
 
 from ..record_sql import RECORD
 from .analyzers import Analyzer, maintained_analyzers
-from .blocks import SMALL_BLOCK, Block, split
+from .blocks import ROW, SMALL_BLOCK, Block, packed_rows, split
 from .tables import BLOCK, CHANGE, COMPACTION, GROUP, POSTING, group_of
 
 _LOCK_NAMESPACE = 0x6C78  # pg_advisory_xact_lock(namespace, workspace): one compaction per workspace
 _WIDE_ROW = np.dtype([("seq", ">i8"), ("group", ">i4"), ("tf", ">i4"), ("length", ">i4")])
-_ROW = np.dtype([("seq", ">i8"), ("tf", ">i4"), ("length", ">i4")])
 _FULL_FETCH = 64  # terms per fetch of a full compaction's server-side cursor
 
 
@@ -157,17 +156,17 @@ def _incremental(cursor, workspace_id: int, analyzer: Analyzer, watermark: int,
              workspace_id, analyzer.code])
         dropped = cursor.rowcount
     cursor.execute(
-        "SELECT q.i, (SELECT string_agg(int8send(p.seq) || int4send(p.tf) || int4send(p.length), ''::bytea "
-        f"ORDER BY p.seq) FROM {POSTING} p WHERE p.workspace_id = %s AND p.analyzer = %s AND p.term = q.term "
-        "AND p.group_id = q.group_id AND p.seq >= q.lo AND p.seq < q.hi) "
-        "FROM unnest(%s::text[], %s::integer[], %s::bigint[], %s::bigint[]) WITH ORDINALITY q(term, group_id, lo, hi, i)",
+        f"SELECT q.i, (SELECT {packed_rows('p')} FROM {POSTING} p WHERE p.workspace_id = %s AND p.analyzer = %s "
+        "AND p.term = q.term AND p.group_id = q.group_id AND p.seq >= q.lo AND p.seq < q.hi) "
+        "FROM unnest(%s::text[], %s::integer[], %s::bigint[], %s::bigint[]) "
+        "WITH ORDINALITY q(term, group_id, lo, hi, i)",
         [workspace_id, analyzer.code, [r[0] for r in ranges], [r[1] for r in ranges], [r[2] for r in ranges],
          [r[3] for r in ranges]])
     blocks = []
     for i, blob in cursor.fetchall():
         if blob:
             term, group_id = ranges[i - 1][:2]
-            table = np.frombuffer(blob, _ROW)
+            table = np.frombuffer(blob, ROW)
             blocks += [(term, group_id, block) for block in split(table["seq"].astype(np.int64), table["tf"],
                                                                   table["length"])]
     return _insert(cursor, workspace_id, analyzer, blocks), dropped

@@ -26,7 +26,7 @@ from memseek_site.errors import ApiError
 from ..record_sql import RECORD
 from .analyzers import Analyzer, analyzer_get, maintained_analyzers
 from .binary_rows import binary_rows
-from .blocks import decode_into
+from .blocks import ROW, decode_into, packed_rows
 from .scoring import TermPostings, best_k, contribution, idf, slots_of, top_candidates
 from .tables import BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, GROUP_STATS, POSTING, SOURCE_TOTALS, TERM_STATS
 
@@ -223,14 +223,11 @@ def _entity_filter(workspace_id: int, scope: IndexScope, alias: str) -> tuple[st
             [workspace_id, list(scope.entities)])
 
 
-_POSTING_ROW = np.dtype([("seq", ">i8"), ("tf", ">i4"), ("length", ">i4")])
-
-
 def _postings(rows: bytes | None, firsts, counts, widths, data: bytes | None, logged) -> tuple[np.ndarray, ...]:
     """One term's (seqs, tfs, lengths) in scope: its blocks (``data``, their values one after
     another) without the logged seqs, then its posting rows (those above the watermark or
     logged), as ``compaction`` defines them. Decoded straight into the output arrays."""
-    table = np.frombuffer(rows or b"", dtype=_POSTING_ROW)
+    table = np.frombuffer(rows or b"", dtype=ROW)
     held = sum(counts or ())
     seqs, tfs, lengths = np.empty(held + table.size, np.int64), np.empty(held + table.size), np.empty(held + table.size)
     at = offset = 0
@@ -251,7 +248,7 @@ def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...], scope: 
     watermark or logged, the term's block firsts, counts and widths, its blocks' data one after
     another, the logged seqs) per
     term in query order (one row with NULL term columns when no terms); postings are the
-    big-endian (seq, tf, length) rows of ``_POSTING_ROW``. A scope without entities reads the
+    big-endian (seq, tf, length) rows of ``blocks.ROW``. A scope without entities reads the
     compacted blocks (``compaction``); an entity scope reads only the rows of its entities'
     records (watermark 0). The scope's groups are read first (a group, once created, never
     changes), then everything else in one statement, so statistics and postings come from one
@@ -290,10 +287,10 @@ def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...], scope: 
         f"WITH st AS ({stats}), ts AS ({term_stats}), w AS MATERIALIZED (SELECT ({watermark}) AS watermark), "
         f"lg AS MATERIALIZED (SELECT coalesce(array_agg(DISTINCT c.seq), '{{}}') AS seqs FROM {CHANGE} c "
         "WHERE c.workspace_id = %s AND c.analyzer = %s AND c.seq <= (SELECT watermark FROM w)), "
-        "po AS (SELECT u.term, string_agg(int8send(u.seq) || int4send(u.tf) || int4send(u.length), ''::bytea "
-        f"ORDER BY u.seq) AS postings FROM (SELECT p.term, p.seq, p.tf, p.length {row_filter} "
-        "AND p.seq > (SELECT watermark FROM w) "
-        f"UNION ALL SELECT p.term, p.seq, p.tf, p.length {row_filter} AND p.seq = ANY((SELECT seqs FROM lg)::bigint[])) u "
+        f"po AS (SELECT u.term, {packed_rows('u')} AS postings FROM "
+        f"(SELECT p.term, p.seq, p.tf, p.length {row_filter} AND p.seq > (SELECT watermark FROM w) "
+        f"UNION ALL SELECT p.term, p.seq, p.tf, p.length {row_filter} "
+        "AND p.seq = ANY((SELECT seqs FROM lg)::bigint[])) u "
         "GROUP BY u.term), "
         "bl AS (SELECT b.term, array_agg(b.first_seq ORDER BY b.first_seq) AS firsts, "
         "array_agg(b.postings ORDER BY b.first_seq) AS counts, array_agg(b.width ORDER BY b.first_seq) AS widths, "

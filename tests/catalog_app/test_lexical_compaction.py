@@ -61,7 +61,8 @@ def test_split_cuts_at_the_block_size_and_before_an_offset_overflows(monkeypatch
     monkeypatch.setattr(blocks, "BLOCK_POSTINGS", 3)
     seqs = np.array([1, 2, 3, 4, 5, 2 ** 32 + 4, 2 ** 32 + 6], np.int64)
     parts = blocks.split(seqs, np.ones(7, np.int64), np.ones(7, np.int64))
-    assert [(b.first_seq, b.last_seq, b.postings) for b in parts] == [(1, 3, 3), (4, 5, 2), (2 ** 32 + 4, 2 ** 32 + 6, 2)]
+    assert [(b.first_seq, b.last_seq, b.postings) for b in parts] == [
+        (1, 3, 3), (4, 5, 2), (2 ** 32 + 4, 2 ** 32 + 6, 2)]
 
 
 def test_the_first_compaction_is_full_and_folds_the_change_log(ws):
