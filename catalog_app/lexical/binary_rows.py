@@ -4,7 +4,9 @@ Block data is ``bytea``: in PostgreSQL's text format every byte travels as two h
 is decoded again on arrival, which made reading a query's blocks several times slower. Django's
 cursors bind client-side and read text, so the statement runs on a psycopg cursor of the same
 connection (same transaction), through Django's execute wrappers like any other statement, so
-traces and statement counters still see it.
+traces and statement counters still see it, and unprepared, as Django's own cursors run every
+statement (psycopg would prepare one after five runs, and PostgreSQL could then plan it once for
+every scope and term list).
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ def binary_rows(sql: str, params) -> list[tuple]:
     with connection.cursor() as django_cursor, psycopg.Cursor(connection.connection) as cursor:
         def run(statement, arguments, many, context):
             with connection.wrap_database_errors:
-                cursor.execute(statement, arguments, binary=True)
+                cursor.execute(statement, arguments, binary=True, prepare=False)
 
         executor = run
         for wrapper in reversed(connection.execute_wrappers):
