@@ -51,14 +51,18 @@ def encode(seqs: np.ndarray, tfs: np.ndarray, lengths: np.ndarray) -> Block:
     return Block(first, int(seqs[-1]), int(seqs.size), width, data)
 
 
+def block_bytes(postings: int, width: int) -> int:
+    """The byte size of a block of ``postings`` at ``width``."""
+    return (4 + 2 * width) * postings
+
+
 def decode(first_seq: int, postings: int, width: int, data: bytes,
            start: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(seqs int64, tfs, lengths) of the block whose data begins at byte ``start`` of ``data``."""
-    dtype = _WIDTHS[width]
-    offsets = np.frombuffer(data, _OFFSET, postings, offset=start)
-    tfs = np.frombuffer(data, dtype, postings, offset=start + 4 * postings)
-    lengths = np.frombuffer(data, dtype, postings, offset=start + (4 + width) * postings)
-    return offsets.astype(np.int64) + first_seq, tfs, lengths
+    """(seqs int64, tfs, lengths float64) of the block whose data begins at byte ``start`` of
+    ``data``."""
+    seqs, tfs, lengths = np.empty(postings, np.int64), np.empty(postings), np.empty(postings)
+    decode_into(first_seq, postings, width, data, start, seqs, tfs, lengths)
+    return seqs, tfs, lengths
 
 
 def decode_into(first_seq: int, postings: int, width: int, data: bytes, start: int, seqs: np.ndarray,

@@ -15,7 +15,7 @@ from django.db import connection
 from ..record_sql import RECORD, current_in_lane, live, source_bytes
 from .analyzers import Analyzer, maintained_analyzers
 from .binary_rows import binary_rows
-from .blocks import ROW, decode, packed_rows
+from .blocks import ROW, block_bytes, decode, packed_rows
 from .tables import (
     BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, GROUP_STATS, POSTING, SOURCE_TOTALS, TERM_STATS, group_of,
 )
@@ -62,11 +62,12 @@ def _block_differences(term, group_id, blob, firsts, lasts, counts, widths, data
     where = f"blocks of term {term!r} in group {group_id}"
     lines, parts = [], []
     for first, last, count, width, data in zip(firsts or (), lasts or (), counts or (), widths or (), datas or ()):
-        part = decode(first, count, width, data)
-        if len(data) != (4 + 2 * width) * count or part[0][0] != first or part[0][-1] != last \
-                or np.any(np.diff(part[0]) <= 0) or (parts and parts[-1][0][-1] >= first) or last > watermark:
+        part = decode(first, count, width, data) if len(data) == block_bytes(count, width) else None
+        if part is None or part[0][0] != first or part[0][-1] != last or np.any(np.diff(part[0]) <= 0) \
+                or (parts and parts[-1][0][-1] >= first) or last > watermark:
             lines.append(f"{where}: block at seq {first} is malformed (last {last}, {count} postings, width {width})")
-        parts.append(part)
+        if part is not None:
+            parts.append(part)
     held = {}
     for seqs, tfs, lengths in parts:
         held.update(zip(seqs.tolist(), zip(tfs.tolist(), lengths.tolist())))

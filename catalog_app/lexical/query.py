@@ -26,7 +26,7 @@ from memseek_site.errors import ApiError
 from ..record_sql import RECORD
 from .analyzers import Analyzer, analyzer_get, maintained_analyzers
 from .binary_rows import binary_rows
-from .blocks import ROW, decode_into, packed_rows
+from .blocks import ROW, block_bytes, decode_into, packed_rows
 from .scoring import TermPostings, best_k, contribution, idf, slots_of, top_candidates
 from .tables import BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, GROUP_STATS, POSTING, SOURCE_TOTALS, TERM_STATS
 
@@ -234,7 +234,7 @@ def _postings(rows: bytes | None, firsts, counts, widths, data: bytes | None, lo
     for first, count, width in zip(firsts or (), counts or (), widths or ()):
         decode_into(first, count, width, data, offset, seqs[at:at + count], tfs[at:at + count],
                     lengths[at:at + count])
-        at, offset = at + count, offset + (4 + 2 * width) * count
+        at, offset = at + count, offset + block_bytes(count, width)
     seqs[held:], tfs[held:], lengths[held:] = table["seq"], table["tf"], table["length"]
     if held and logged:
         keep = np.ones(seqs.size, bool)

@@ -52,7 +52,7 @@ def test_a_block_round_trips_in_the_narrowest_width(largest, width):
     tfs, lengths = np.array([1, largest, 3]), np.array([largest, 2, 40])
     block = blocks.encode(seqs, tfs, lengths)
     assert (block.first_seq, block.last_seq, block.postings, block.width) == (5, 1_000_000_000, 3, width)
-    assert len(block.data) == (4 + 2 * width) * 3
+    assert len(block.data) == blocks.block_bytes(3, width) == (4 + 2 * width) * 3
     got = blocks.decode(block.first_seq, block.postings, block.width, block.data)
     assert [a.tolist() for a in got] == [seqs.tolist(), tfs.tolist(), lengths.tolist()]
 
@@ -105,6 +105,15 @@ def test_the_check_finds_a_block_that_differs_from_its_rows(ws):
     assert any("seq 1 should not be in a block" in line for line in differences)
     with pytest.raises(CommandError):
         call_command("lexical_check", "--workspace", str(ws.pk), stdout=StringIO())
+
+
+def test_the_check_reports_a_truncated_block_as_malformed(ws):
+    lexical_compact(workspace_id=ws.pk)
+    rows(f"UPDATE {BLOCK} SET data = substring(data from 2) WHERE workspace_id = %s AND analyzer = 1 "
+         "AND term = 'gamma' RETURNING 1", [ws.pk])
+    differences = lexical_check(workspace_id=ws.pk)
+    assert any("bm25_v1: blocks of term 'gamma'" in line and "is malformed" in line for line in differences)
+    assert any("bm25_v1: blocks of term 'gamma'" in line and "is missing" in line for line in differences)
 
 
 def test_reaching_the_change_threshold_enqueues_a_compaction_after_commit(ws, settings,
