@@ -45,13 +45,13 @@ def lexical_records_changed(*, record_ids: Sequence, inserted: bool) -> None:
     with connection.cursor() as cursor:
         cursor.execute(
             f"WITH c AS (SELECT r.* FROM {RECORD} r WHERE r.id = ANY(%s::uuid[])), "
-            "x AS (SELECT c.seq FROM c UNION "
-            f"SELECT p.seq FROM c CROSS JOIN LATERAL (SELECT p.seq FROM {RECORD} p WHERE {same_lane('c', 'p')} "
-            "AND p.seq < c.seq ORDER BY p.seq DESC LIMIT 1) p WHERE c.key IS NOT NULL) "
-            f"SELECT seq FROM x", [ids])
-        seqs = [row[0] for row in cursor.fetchall()]
-        lexical_reconcile(cursor, seqs)
-        due = sorted(workspace_id for (workspace_id,) in _workspaces(cursor, ids)
+            "x AS (SELECT c.seq, c.workspace_id FROM c UNION "
+            f"SELECT p.seq, c.workspace_id FROM c CROSS JOIN LATERAL (SELECT p.seq FROM {RECORD} p "
+            f"WHERE {same_lane('c', 'p')} AND p.seq < c.seq ORDER BY p.seq DESC LIMIT 1) p WHERE c.key IS NOT NULL) "
+            f"SELECT seq, workspace_id FROM x", [ids])
+        rows = cursor.fetchall()
+        lexical_reconcile(cursor, [seq for seq, _ in rows])
+        due = sorted(workspace_id for workspace_id in {workspace_id for _, workspace_id in rows}
                      if lexical_compaction_due(cursor, workspace_id))
         if inserted:
             cursor.execute(
@@ -64,11 +64,6 @@ def lexical_records_changed(*, record_ids: Sequence, inserted: bool) -> None:
         from ..tasks import enqueue_lexical_compaction
 
         enqueue_lexical_compaction(due)
-
-
-def _workspaces(cursor, ids: list[str]) -> list[tuple[int]]:
-    cursor.execute(f"SELECT DISTINCT workspace_id FROM {RECORD} WHERE id = ANY(%s::uuid[])", [ids])
-    return cursor.fetchall()
 
 
 def lexical_lock_lanes(*, record_ids: Iterable) -> None:
