@@ -58,6 +58,9 @@ DEFAULTS: dict[str, object] = {
     # compaction of its blocks (catalog_app.lexical.compaction); a query reads what is logged
     # from the posting rows, so fewer is faster to read, more is less compaction work
     "LEXICAL_COMPACT_CHANGES": 10_000,
+    # Bytes of compacted block data each process keeps for the next query of the same terms
+    # (catalog_app.lexical.block_cache, addressed by content so never stale; 0 turns it off)
+    "LEXICAL_BLOCK_CACHE_BYTES": 268_435_456,
     # Free heap a process keeps mapped for its next large arrays instead of returning it to the
     # kernel (memseek_site.allocator; glibc only, 0 keeps the C library's defaults)
     "MALLOC_RETAIN_BYTES": 268_435_456,

@@ -26,6 +26,7 @@ from memseek_site.errors import ApiError
 from ..record_sql import RECORD
 from .analyzers import Analyzer, analyzer_get, maintained_analyzers
 from .binary_rows import binary_rows
+from .block_cache import BLOCKS
 from .blocks import ROW, block_bytes, decode_into, packed_rows
 from .scoring import TermPostings, best_k, contribution, idf, slots_of, top_candidates
 from .tables import BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, GROUP_STATS, POSTING, SOURCE_TOTALS, TERM_STATS
@@ -70,7 +71,7 @@ def index_top_k(*, workspace_id: int, analyzer: str, terms: tuple[str, ...], k: 
     terms = tuple(terms)
     if len(set(terms)) != len(terms):
         raise ValueError("terms must be distinct")
-    rows = _read(workspace_id, spec, terms, scope)
+    rows, held = _read(workspace_id, spec, terms, scope)
     n, total, average = int(rows[0][0]), int(rows[0][1]), float(rows[0][2])
     if not terms:
         return IndexTopK(n, average, (), 0, ())
@@ -80,8 +81,10 @@ def index_top_k(*, workspace_id: int, analyzer: str, terms: tuple[str, ...], k: 
     # fails instead of ranking with a wrong statistic. Bounds come from the postings themselves
     # (exact, so pruning is as tight as it can be, at the cost of one pass over each array).
     whole_cells = scope.entities is None and scope.types is None and scope.keyed is None and scope.versions is None
-    for _, _, _, term, df, max_tf, min_length, blob, *blocks, logged in rows:
-        seq_array, tf_array, length_array = _postings(blob, *blocks, logged)
+    for _, _, _, term, df, max_tf, min_length, blob, firsts, counts, widths, groups, digests, data, logged in rows:
+        blocks = _Blocks(firsts or (), counts or (), widths or (), groups or (), digests or (), data or b"")
+        seq_array, tf_array, length_array = _postings(blob, blocks, logged, held)
+        _remember(workspace_id, spec, term, blocks, held)
         top_tf = float(tf_array.max()) if tf_array.size else 0.0
         shortest = float(length_array.min()) if length_array.size else 0.0
         if whole_cells and (int(df or 0) != seq_array.size
@@ -96,16 +99,14 @@ def index_top_k(*, workspace_id: int, analyzer: str, terms: tuple[str, ...], k: 
         bound = float(contribution(term_idf, top_tf, shortest, average)) if average > 0 and df else 0.0
         postings.append(TermPostings(seq_array, tf_array, length_array, term_idf, bound))
         dfs.append(df)
-    slots = slots_of(postings)
-    matched = slots.matched()
-    if matched > n:
+    found = top_candidates(postings, slots_of(postings), k, average)
+    if found.matched > n:
         raise LexicalIndexInconsistent(
-            "lexical_index_inconsistent", f"The lexical index of workspace {workspace_id} has {matched} records "
-            f"matching {terms!r} ({analyzer}) in a scope of {n}; run `python manage.py lexical_check "
+            "lexical_index_inconsistent", f"The lexical index of workspace {workspace_id} has {found.matched} "
+            f"records matching {terms!r} ({analyzer}) in a scope of {n}; run `python manage.py lexical_check "
             f"--workspace {workspace_id}`.")
-    seqs, scores, scored = top_candidates(postings, slots, k, average)
-    hits = _ranked(*best_k(seqs, scores, k), k)
-    return IndexTopK(n, average, tuple(dfs), matched, hits, scored)
+    hits = _ranked(*best_k(found.seqs, found.scores, k), k)
+    return IndexTopK(n, average, tuple(dfs), found.matched, hits, found.scored)
 
 
 def records_with_all_terms(*, workspace_id: int, analyzer: str, terms: tuple[str, ...], scope: IndexScope,
@@ -223,36 +224,73 @@ def _entity_filter(workspace_id: int, scope: IndexScope, alias: str) -> tuple[st
             [workspace_id, list(scope.entities)])
 
 
-def _postings(rows: bytes | None, firsts, counts, widths, data: bytes | None, logged) -> tuple[np.ndarray, ...]:
-    """One term's (seqs, tfs, lengths) in scope: its blocks (``data``, their values one after
-    another) without the logged seqs, then its posting rows (those above the watermark or
-    logged), as ``compaction`` defines them. Decoded straight into the output arrays."""
+@dataclass(frozen=True, slots=True)
+class _Blocks:
+    """One term's blocks in scope, by first seq: their columns, and the data of those the
+    statement sent (the ones the process did not hold), one after another."""
+
+    firsts: tuple
+    counts: tuple
+    widths: tuple
+    groups: tuple
+    digests: tuple
+    data: bytes
+
+
+def _postings(rows: bytes | None, blocks: _Blocks, logged, held: dict[bytes, bytes]) -> tuple[np.ndarray, ...]:
+    """One term's (seqs, tfs, lengths) in scope: its blocks (from ``held``, the data this
+    process holds by digest, or else from the statement's) without the logged seqs, then its
+    posting rows (those above the watermark or logged), as ``compaction`` defines them. Decoded
+    straight into the output arrays."""
     table = np.frombuffer(rows or b"", dtype=ROW)
-    held = sum(counts or ())
-    seqs, tfs, lengths = np.empty(held + table.size, np.int64), np.empty(held + table.size), np.empty(held + table.size)
+    in_blocks = sum(blocks.counts)
+    seqs, tfs, lengths = (np.empty(in_blocks + table.size, dtype) for dtype in (np.int64, np.float64, np.float64))
     at = offset = 0
-    for first, count, width in zip(firsts or (), counts or (), widths or ()):
-        decode_into(first, count, width, data, offset, seqs[at:at + count], tfs[at:at + count],
-                    lengths[at:at + count])
-        at, offset = at + count, offset + block_bytes(count, width)
-    seqs[held:], tfs[held:], lengths[held:] = table["seq"], table["tf"], table["length"]
-    if held and logged:
+    for first, count, width, digest in zip(blocks.firsts, blocks.counts, blocks.widths, blocks.digests):
+        outputs = seqs[at:at + count], tfs[at:at + count], lengths[at:at + count]
+        if digest in held:
+            decode_into(first, count, width, held[digest], 0, *outputs)
+        else:
+            decode_into(first, count, width, blocks.data, offset, *outputs)
+            offset += block_bytes(count, width)
+        at += count
+    seqs[in_blocks:], tfs[in_blocks:], lengths[in_blocks:] = table["seq"], table["tf"], table["length"]
+    if in_blocks and logged:
         keep = np.ones(seqs.size, bool)
-        keep[:held] = ~np.isin(seqs[:held], np.asarray(logged, np.int64))
+        keep[:in_blocks] = ~np.isin(seqs[:in_blocks], np.asarray(logged, np.int64))
         seqs, tfs, lengths = seqs[keep], tfs[keep], lengths[keep]
     return seqs, tfs, lengths
 
 
-def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...], scope: IndexScope) -> list[tuple]:
-    """(N, total length, average, term, maintained df, max tf, min length, postings above the
-    watermark or logged, the term's block firsts, counts and widths, its blocks' data one after
-    another, the logged seqs) per
-    term in query order (one row with NULL term columns when no terms); postings are the
-    big-endian (seq, tf, length) rows of ``blocks.ROW``. A scope without entities reads the
-    compacted blocks (``compaction``); an entity scope reads only the rows of its entities'
-    records (watermark 0). The scope's groups are read first (a group, once created, never
-    changes), then everything else in one statement, so statistics and postings come from one
-    snapshot. The average is ``numeric`` division cast to float8, exactly as the oracle's
+def _remember(workspace_id: int, analyzer: Analyzer, term: str, blocks: _Blocks, held: dict[bytes, bytes]) -> None:
+    """Tell the block cache this read's blocks of ``term``: per group, its current digests and
+    the data of those the statement sent."""
+    by_group: dict[int, tuple[list[bytes], dict[bytes, bytes]]] = {}
+    view, offset = memoryview(blocks.data), 0
+    for count, width, group_id, digest in zip(blocks.counts, blocks.widths, blocks.groups, blocks.digests):
+        current, fresh = by_group.setdefault(group_id, ([], {}))
+        current.append(digest)
+        if digest not in held:
+            fresh[digest] = bytes(view[offset:offset + block_bytes(count, width)])
+            offset += block_bytes(count, width)
+    for group_id, (current, fresh) in by_group.items():
+        BLOCKS.keep((workspace_id, analyzer.code, term, group_id), current, fresh)
+
+
+def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...],
+          scope: IndexScope) -> tuple[list[tuple], dict[bytes, bytes]]:
+    """Per term in query order (one row with NULL term columns when no terms): N, total length,
+    average, term, maintained df, max tf, min length, postings above the watermark or logged,
+    the term's blocks in scope (first seqs, counts, widths, groups, digests, and the data of
+    those the process does not hold, one after another), the logged seqs. Postings are the
+    big-endian (seq, tf, length) rows of ``blocks.ROW``. Also returns the data the block cache
+    held for the terms, by digest (``block_cache``).
+
+    A scope without entities reads the compacted blocks (``compaction``); an entity scope reads
+    only the rows of its entities' records (watermark 0). The scope's groups are read first (a
+    group, once created, never changes), then everything else in one statement, so statistics
+    and postings come from one snapshot (a cached block is content its digest names, whenever it
+    was read). The average is ``numeric`` division cast to float8, exactly as the oracle's
     ``avg()``. Results come in binary (``binary_rows``)."""
     groups, group_params = _groups(workspace_id, scope)
     with connection.cursor() as cursor:
@@ -294,17 +332,22 @@ def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...], scope: 
         "GROUP BY u.term), "
         "bl AS (SELECT b.term, array_agg(b.first_seq ORDER BY b.first_seq) AS firsts, "
         "array_agg(b.postings ORDER BY b.first_seq) AS counts, array_agg(b.width ORDER BY b.first_seq) AS widths, "
-        f"string_agg(b.data, ''::bytea ORDER BY b.first_seq) AS data FROM {BLOCK} b WHERE b.workspace_id = %s "
+        "array_agg(b.group_id ORDER BY b.first_seq) AS groups, array_agg(b.digest ORDER BY b.first_seq) AS digests, "
+        "string_agg(CASE WHEN b.digest = ANY(%s::bytea[]) THEN NULL ELSE b.data END, ''::bytea "
+        f"ORDER BY b.first_seq) AS data FROM {BLOCK} b WHERE b.workspace_id = %s "
         "AND b.analyzer = %s AND b.term = ANY(%s) AND b.group_id = ANY(%s::integer[]) "
         "AND (SELECT watermark FROM w) > 0 GROUP BY b.term) "
         "SELECT st.n, st.total, CASE WHEN st.n > 0 THEN (st.total::numeric / st.n::numeric)::float8 ELSE 0 END, "
-        "q.term, ts.df, ts.max_tf, ts.min_length, po.postings, bl.firsts, bl.counts, bl.widths, bl.data, lg.seqs, q.i "
+        "q.term, ts.df, ts.max_tf, ts.min_length, po.postings, bl.firsts, bl.counts, bl.widths, bl.groups, "
+        "bl.digests, bl.data, lg.seqs, q.i "
         "FROM st CROSS JOIN lg LEFT JOIN unnest(%s::text[]) WITH ORDINALITY q(term, i) ON true "
         "LEFT JOIN ts ON ts.term = q.term LEFT JOIN po ON po.term = q.term LEFT JOIN bl ON bl.term = q.term")
+    held = {} if scope.entities is not None else BLOCKS.held(
+        [(workspace_id, analyzer.code, term, group_id) for term in terms for group_id in ids])
     params = [*stats_params, *term_params, *watermark_params, workspace_id, analyzer.code, *row_params,
-              *row_params, workspace_id, analyzer.code, list(terms), ids, list(terms)]
+              *row_params, list(held), workspace_id, analyzer.code, list(terms), ids, list(terms)]
     # In query order here, not by the statement: sorting would copy every term's blocks.
-    return [row[:-1] for row in sorted(binary_rows(sql, params), key=lambda row: row[-1] or 0)]
+    return [row[:-1] for row in sorted(binary_rows(sql, params), key=lambda row: row[-1] or 0)], held
 
 
 def _ranked(above: np.ndarray, above_scores: np.ndarray, tied: np.ndarray, kth: float,

@@ -115,17 +115,26 @@ def _kth(values: np.ndarray, k: int) -> float:
     return float(np.partition(values, values.size - k)[values.size - k])
 
 
-def top_candidates(postings: list[TermPostings], slots: Slots, k: int,
-                   average: float) -> tuple[np.ndarray, np.ndarray, int]:
-    """The records that may be in the exact top ``k``, with their exact scores: every record
-    whose score is at least the k-th best is among them. Returns (seqs, scores, records scored
-    in full)."""
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """The records that may be in the exact top k, with their exact scores, and the counts the
+    answer reports."""
+
+    seqs: np.ndarray
+    scores: np.ndarray
+    scored: int  # records scored in full (the others were pruned)
+    matched: int  # records holding at least one term
+
+
+def top_candidates(postings: list[TermPostings], slots: Slots, k: int, average: float) -> Candidates:
+    """Every record whose score is at least the k-th best, with its exact score (``Candidates``)."""
     if k <= 0 or average <= 0 or not slots.width:
-        return np.empty(0, np.int64), np.empty(0), 0
+        return Candidates(np.empty(0, np.int64), np.empty(0), 0, slots.matched())
     contributions = [contribution(p.idf, p.tfs, p.lengths, average) for p in postings]
     order = sorted(range(len(postings)), key=lambda i: -postings[i].bound)
-    # theta: a record's score is at least any one of its contributions, so the k-th best
-    # contribution of one term is at most the k-th best score. The rarest terms give the best.
+    # theta: a record's score is at least any one of its contributions (a float sum of positive
+    # terms is at least each of them), so the k-th best contribution of one term is at most the
+    # k-th best score. The rarest terms give the best.
     theta = max((_kth(contributions[i][:_THETA_SAMPLE], k) for i in order[:_THETA_TERMS]), default=-math.inf)
     essential = len(order)
     remaining = 0.0
@@ -133,23 +142,26 @@ def top_candidates(postings: list[TermPostings], slots: Slots, k: int,
         essential -= 1
         remaining += postings[order[essential]].bound
     # Only a record holding an essential term can reach theta: the others' bounds sum below it.
-    keep = np.zeros(slots.width, bool)
-    for i in order[:essential]:
-        keep[slots.per_term[i]] = True
-    # Exact scores of the kept records: every term's contributions to them, summed in query
-    # order as the oracle sums (bincount adds its weights in array order); a non-essential term
-    # is looked at only for the kept records.
-    non_essential = set(order[essential:])
-    parts = []
-    for i, (at, computed) in enumerate(zip(slots.per_term, contributions)):
-        if i in non_essential:
-            hit = keep[at]
-            at, computed = at[hit], computed[hit]
-        parts.append((at, computed))
+    # Exact scores: every term's contributions summed in query order, as the oracle sums
+    # (bincount adds its weights in array order); a non-essential term is looked at only for
+    # the records holding an essential one, so the others score 0.
+    parts = list(zip(slots.per_term, contributions))
+    if essential < len(order):
+        keep = np.zeros(slots.width, bool)
+        for i in order[:essential]:
+            keep[slots.per_term[i]] = True
+        for i in order[essential:]:
+            hit = keep[parts[i][0]]
+            parts[i] = parts[i][0][hit], parts[i][1][hit]
+        scored, matched = int(np.count_nonzero(keep)), slots.matched()
     scores = np.bincount(np.concatenate([at for at, _ in parts]), weights=np.concatenate([c for _, c in parts]),
                          minlength=slots.width)
-    candidates = np.flatnonzero(keep)
-    return slots.seqs(candidates), scores[candidates], int(candidates.size)
+    if essential == len(order):
+        # Unpruned, every record holding a term has a positive score when every idf is positive.
+        scored = matched = int(np.count_nonzero(scores)) if all(p.idf > 0 for p in postings) else slots.matched()
+    # A top-k record scores at least theta; below it nothing is a candidate (nor, at 0, unscored).
+    candidates = np.flatnonzero(scores >= theta * (1 - _MARGIN) if theta > 0 else scores > 0)
+    return Candidates(slots.seqs(candidates), scores[candidates], scored, matched)
 
 
 def best_k(seqs: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:

@@ -10,6 +10,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from catalog_app.lexical import blocks
+from catalog_app.lexical.block_cache import BLOCKS, BlockCache
 from catalog_app.lexical.check import lexical_check
 from catalog_app.lexical.compaction import _LOCK_NAMESPACE, lexical_compact
 from catalog_app.lexical.query import IndexScope, index_top_k
@@ -151,3 +152,68 @@ def test_the_compact_command_reports_each_analyzer(ws):
     assert "bm25_v1: full, watermark" in out.getvalue() and "english: full" in out.getvalue()
     with pytest.raises(CommandError):
         call_command("lexical_compact", "--workspace", "999999")
+
+
+def block_data_sent(monkeypatch) -> list:
+    """Spy on the lexical read: per call, the block data its statement sent for each term."""
+    from catalog_app.lexical import query
+
+    sent, read = [], query.binary_rows
+
+    def spy(sql, params):
+        rows = read(sql, params)
+        sent.append({row[3]: row[13] for row in rows})
+        return rows
+
+    monkeypatch.setattr(query, "binary_rows", spy)
+    return sent
+
+
+def test_a_repeated_query_reads_its_blocks_from_the_cache_and_a_rewritten_block_again(ws, monkeypatch):
+    BLOCKS.clear()
+    lexical_compact(workspace_id=ws.pk)
+    sent = block_data_sent(monkeypatch)
+    agrees_with_the_oracle(ws)
+    assert sent[-1]["alpha"] and sent[-1]["gamma"]  # cold: every term's blocks come with the statement
+    cached = BLOCKS.size
+    assert cached > 0
+    agrees_with_the_oracle(ws)
+    assert all(data is None for data in sent[-1].values())  # warm: no block data travels
+    assert BLOCKS.size == cached
+    write(ws, {"text": "alpha alpha gamma"})
+    lexical_compact(workspace_id=ws.pk)  # rewrites the blocks of alpha and gamma
+    agrees_with_the_oracle(ws)
+    assert sent[-1]["alpha"] and sent[-1]["gamma"] and sent[-1]["beta1"] is None
+    assert BLOCKS.size == cached + 2 * 6  # one more posting (6 bytes) in each; the old versions forgotten
+
+
+def test_an_entity_scope_neither_reads_nor_forgets_cached_blocks(ws):
+    BLOCKS.clear()
+    lexical_compact(workspace_id=ws.pk)
+    agrees_with_the_oracle(ws)
+    cached = BLOCKS.size
+    index_top_k(workspace_id=ws.pk, analyzer="bm25_v1", terms=TERMS, k=5, scope=IndexScope(entities=("e1",)))
+    assert BLOCKS.size == cached
+
+
+def test_the_cache_keeps_the_most_recently_used_blocks_within_its_bytes(settings):
+    settings.MEMSEEK = {**settings.MEMSEEK, "LEXICAL_BLOCK_CACHE_BYTES": 10}
+    cache = BlockCache()
+    cache.keep((1, 1, "a", 1), [b"x", b"y"], {b"x": b"1234", b"y": b"5678"})
+    cache.keep((1, 1, "b", 1), [b"z"], {b"z": b"abcd"})
+    assert cache.held([(1, 1, "a", 1), (1, 1, "b", 1)]) == {b"y": b"5678", b"z": b"abcd"}  # x was oldest
+    assert cache.size == 8
+    cache.held([(1, 1, "a", 1)])  # y is now the most recent
+    cache.keep((1, 1, "c", 1), [b"w"], {b"w": b"wxyz"})
+    assert cache.held([(1, 1, "a", 1), (1, 1, "b", 1), (1, 1, "c", 1)]) == {b"y": b"5678", b"w": b"wxyz"}
+    cache.keep((1, 1, "a", 1), [b"v"], {})  # a's blocks are now others: y is forgotten
+    assert cache.held([(1, 1, "a", 1)]) == {} and cache.size == 4
+    cache.keep((1, 1, "a", 1), [b"big"], {b"big": b"01234567890"})  # larger than the whole cache
+    assert cache.held([(1, 1, "a", 1)]) == {}
+
+
+def test_a_cache_of_zero_bytes_holds_nothing(settings):
+    settings.MEMSEEK = {**settings.MEMSEEK, "LEXICAL_BLOCK_CACHE_BYTES": 0}
+    cache = BlockCache()
+    cache.keep((1, 1, "a", 1), [b"x"], {b"x": b"1234"})
+    assert cache.held([(1, 1, "a", 1)]) == {} and cache.size == 0
