@@ -22,7 +22,7 @@ def test_lexical_bench_on_a_tiny_corpus(tmp_path, monkeypatch):
     monkeypatch.setenv("BENCH_PROGRESS", "0")
     database = f"memseek_smoke_lexical_{uuid.uuid4().hex[:10]}"
     test_database = connection.settings_dict["NAME"]
-    call_command("bench", "lexical", "--size", 300, "--no-scifact", "--queries", 4, "--iterations", 1,
+    call_command("bench", "lexical", "--size", 300, "--no-scifact", "--queries", 4, "--iterations", 2,
                  "--database", database, "--drop", "--out", tmp_path)
 
     result = json.loads((tmp_path / "lexical.json").read_text())
@@ -36,6 +36,8 @@ def test_lexical_bench_on_a_tiny_corpus(tmp_path, monkeypatch):
     for row in corpus["rows"]:
         assert row["queries"] == 4 and row["agreed"] == 4
         assert positive(row["index"]["p50_ms"]) and positive(row["full_scan"]["p50_ms"]) and positive(row["speedup_p50"])
+        assert row["index_cold"]["n"] == row["index"]["n"] == 4 and positive(row["index_cold"]["p50_ms"])
+        assert row["full_scan"]["n"] == 8
     assert "| synthetic-300 | 300 | workspace |" in (tmp_path / "lexical.md").read_text()
 
     assert connection.settings_dict["NAME"] == test_database
