@@ -7,19 +7,36 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from catalog_app.services.workspaces import workspace_create
 from tests.retrieval_app.memory_brief_factories import load, locomo_samples, locomo_turns, session_dates, write
+from tests.shared_rows import rows_shared_by_the_tests
 
 SAMPLE = "conv-26"
 SESSIONS = range(1, 5)
 ENTITY = f"locomo.{SAMPLE}"
 
 
+@pytest.fixture(scope="module")
+def shared_turns(django_db_setup, django_db_blocker):
+    """The workspace, its key and the embedded turns, written once for the module (embedding the
+    sessions is the slow part, and every test here only reads them)."""
+    with rows_shared_by_the_tests(django_db_blocker):
+        workspace, key = workspace_create(name="acme")
+        load(workspace)
+        items = locomo_turns(SAMPLE, SESSIONS)
+        ids = write(workspace, items)
+        yield (workspace, key), {record_id: item for record_id, item in zip(ids, items)}
+
+
 @pytest.fixture
-def turns(workspace):
-    load(workspace)
-    items = locomo_turns(SAMPLE, SESSIONS)
-    ids = write(workspace, items)
-    return {record_id: item for record_id, item in zip(ids, items)}
+def workspace_and_key(db, shared_turns):
+    """The shared workspace; each test runs in a savepoint of its own."""
+    return shared_turns[0]
+
+
+@pytest.fixture
+def turns(shared_turns):
+    return shared_turns[1]
 
 
 def search(api, body):
