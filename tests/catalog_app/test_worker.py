@@ -98,15 +98,11 @@ class Workers:
         process.wait(10)
 
     def stop_all(self) -> None:
+        """SIGKILL every worker still running: the test is over, and a warm shutdown would only
+        wait for each pool process to tear down its loaded model."""
         for process in self.running:
             if process.poll() is None:
-                os.killpg(process.pid, signal.SIGTERM)
-        for process in self.running:
-            try:
-                process.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(5)
+                self.kill(process)
 
 
 @pytest.fixture
