@@ -34,17 +34,19 @@ def _write(workspace: Workspace, compiled: Compiled) -> None:
         if change.action == "deactivate":
             Definition.objects.filter(workspace=workspace, family=change.family, name=change.name,
                                       version=change.version).update(active=False)
+    added = []
     for change in changes:
         definition = compiled.catalog.get(change.family, change.name, change.version)
         if change.action == "add":
-            Definition.objects.create(
+            added.append(Definition(
                 workspace=workspace, family=definition.family, name=definition.name, version=definition.version,
                 active=definition.active, body=definition.body, hash=definition.hash,
                 contract_hash=definition.contract_hash, source_file=definition.source_file,
-                source_text=compiled.sources.get((change.family, change.name, change.version), ""))
+                source_text=compiled.sources.get((change.family, change.name, change.version), "")))
         elif change.action == "activate":
             Definition.objects.filter(workspace=workspace, family=change.family, name=change.name,
                                       version=change.version).update(active=True)
+    Definition.objects.bulk_create(added)  # one INSERT for the whole catalog
     if changes:
         Workspace.objects.filter(pk=workspace.pk).update(catalog_revision=F("catalog_revision") + 1)
     embedding = compiled.catalog.value("models", "models").embedding

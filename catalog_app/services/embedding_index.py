@@ -21,6 +21,11 @@ def embedding_space_ensure_index(space: str, dimensions: int) -> None:
     # matches them to this partial index); the dimension is an int.
     where = space_literal(space)
     with connection.cursor() as cursor:
+        # Looked up first: CREATE INDEX IF NOT EXISTS takes its lock on the table (one that waits
+        # for, and blocks, every write of embeddings) before it finds the index there.
+        cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [embedding_index_name(space)])
+        if cursor.fetchone()[0]:
+            return
         cursor.execute(
             f"CREATE INDEX IF NOT EXISTS {embedding_index_name(space)} ON {EMBEDDING} "
             f"USING hnsw ((embedding::vector({int(dimensions)})) vector_cosine_ops) "
