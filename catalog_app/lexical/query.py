@@ -357,11 +357,13 @@ def _ranked(above: np.ndarray, above_scores: np.ndarray, tied: np.ndarray, kth: 
     if not above.size and not tied.size:
         return ()
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT seq, id FROM {RECORD} WHERE seq = ANY(%s)", [above.tolist()])
+        cursor.execute(f"SELECT seq, id FROM {RECORD} WHERE seq = ANY(%s::bigint[])", [above.tolist()])
         ids = dict(cursor.fetchall())
         ranked = sorted(zip(above_scores.tolist(), (ids[int(seq)] for seq in above)), key=lambda h: (-h[0], h[1]))
         if len(ranked) < k and tied.size:
-            cursor.execute(f"SELECT id FROM {RECORD} WHERE seq = ANY(%s) ORDER BY id LIMIT %s",
+            # bigint[], as seq is: psycopg sends small ints as integer[], and bigint = integer
+            # has no hash, so a plan walking ids in order tested each one against every tied seq.
+            cursor.execute(f"SELECT id FROM {RECORD} WHERE seq = ANY(%s::bigint[]) ORDER BY id LIMIT %s",
                            [tied.tolist(), k - len(ranked)])
             ranked += [(kth, row[0]) for row in cursor.fetchall()]
     return tuple((uid, score) for score, uid in ranked[:k])
