@@ -2,7 +2,7 @@
 
 A query names the blocks it reads by their ``digest`` (``sha256(data)``, which PostgreSQL
 computes whenever a block is written, migration 0017) and sends the digests this process already
-holds for its terms, so the statement returns data only for the other blocks. A digest names one
+holds for its terms' (term, group) pairs, so the statement returns data only for the other blocks. A digest names one
 content exactly, so a cached block is never stale: a compaction that rewrites a block gives it a
 new digest, and the old entry is merely unused. Each read drops the entries of its terms that
 are no longer among their blocks, and the least recently used entries go once the cache holds
@@ -15,7 +15,7 @@ from collections import OrderedDict
 
 from memseek_site.conf import memseek_setting
 
-TermKey = tuple[int, int, str]  # (workspace_id, analyzer code, term)
+TermKey = tuple[int, int, str, int]  # (workspace_id, analyzer code, term, group id)
 
 
 class BlockCache:

@@ -237,6 +237,19 @@ class _Blocks:
     data: bytes
 
 
+def _block_sources(blocks: _Blocks, held: dict[bytes, bytes]):
+    """Each block in order with where its data lies: (first seq, count, width, group, digest,
+    the bytes holding it, its start there, whether the statement sent it)."""
+    offset = 0
+    for first, count, width, group_id, digest in zip(blocks.firsts, blocks.counts, blocks.widths, blocks.groups,
+                                                     blocks.digests):
+        if digest in held:
+            yield first, count, width, group_id, digest, held[digest], 0, False
+        else:
+            yield first, count, width, group_id, digest, blocks.data, offset, True
+            offset += block_bytes(count, width)
+
+
 def _postings(rows: bytes | None, blocks: _Blocks, logged, held: dict[bytes, bytes]) -> tuple[np.ndarray, ...]:
     """One term's (seqs, tfs, lengths) in scope: its blocks (from ``held``, the data this
     process holds by digest, or else from the statement's) without the logged seqs, then its
@@ -245,14 +258,9 @@ def _postings(rows: bytes | None, blocks: _Blocks, logged, held: dict[bytes, byt
     table = np.frombuffer(rows or b"", dtype=ROW)
     in_blocks = sum(blocks.counts)
     seqs, tfs, lengths = (np.empty(in_blocks + table.size, dtype) for dtype in (np.int64, np.float64, np.float64))
-    at = offset = 0
-    for first, count, width, digest in zip(blocks.firsts, blocks.counts, blocks.widths, blocks.digests):
-        outputs = seqs[at:at + count], tfs[at:at + count], lengths[at:at + count]
-        if digest in held:
-            decode_into(first, count, width, held[digest], 0, *outputs)
-        else:
-            decode_into(first, count, width, blocks.data, offset, *outputs)
-            offset += block_bytes(count, width)
+    at = 0
+    for first, count, width, _, _, data, start, _ in _block_sources(blocks, held):
+        decode_into(first, count, width, data, start, seqs[at:at + count], tfs[at:at + count], lengths[at:at + count])
         at += count
     seqs[in_blocks:], tfs[in_blocks:], lengths[in_blocks:] = table["seq"], table["tf"], table["length"]
     if in_blocks and logged:
@@ -266,13 +274,12 @@ def _remember(workspace_id: int, analyzer: Analyzer, term: str, blocks: _Blocks,
     """Tell the block cache this read's blocks of ``term``: per group, its current digests and
     the data of those the statement sent."""
     by_group: dict[int, tuple[list[bytes], dict[bytes, bytes]]] = {}
-    view, offset = memoryview(blocks.data), 0
-    for count, width, group_id, digest in zip(blocks.counts, blocks.widths, blocks.groups, blocks.digests):
+    view = memoryview(blocks.data)
+    for _, count, width, group_id, digest, _, start, sent in _block_sources(blocks, held):
         current, fresh = by_group.setdefault(group_id, ([], {}))
         current.append(digest)
-        if digest not in held:
-            fresh[digest] = bytes(view[offset:offset + block_bytes(count, width)])
-            offset += block_bytes(count, width)
+        if sent:
+            fresh[digest] = bytes(view[start:start + block_bytes(count, width)])
     for group_id, (current, fresh) in by_group.items():
         BLOCKS.keep((workspace_id, analyzer.code, term, group_id), current, fresh)
 
