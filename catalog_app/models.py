@@ -244,5 +244,5 @@ class ReviewAudit(models.Model):
 # The lexical index's tables live with their package; importing them here registers them.
 from .lexical.models import (  # noqa: E402,F401
     LexicalBackfill, LexicalBlock, LexicalChange, LexicalCompaction, LexicalDocument, LexicalGroup,
-    LexicalGroupStats, LexicalPosting, LexicalSourceTotals, LexicalTermStats,
+    LexicalGroupStats, LexicalPending, LexicalSourceTotals,
 )

@@ -79,7 +79,7 @@ def compact_lexical_index(workspace_id: int) -> bool:
 def enqueue_lexical_compaction(workspace_ids: Iterable[int]) -> None:
     """Enqueue a compaction of each of ``workspace_ids`` once the current transaction commits.
     A broker failure is logged, not raised: queries stay exact without it (they read the
-    logged changes from the posting rows), only slower, and the next write asks again."""
+    logged changes from the pending rows), only slower, and the next write asks again."""
     for workspace_id in workspace_ids:
         transaction.on_commit(partial(compact_lexical_index.delay, workspace_id), robust=True)
 

@@ -17,9 +17,7 @@ from django.db import connection, transaction
 from ..record_sql import RECORD, source_bytes
 from .compaction import lexical_compact
 from .maintenance import lexical_reconcile
-from .tables import (
-    BACKFILL, BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, GROUP_STATS, POSTING, SOURCE_TOTALS, TERM_STATS,
-)
+from .tables import BACKFILL, BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, GROUP_STATS, PENDING, SOURCE_TOTALS
 
 
 def lexical_backfill_remaining(*, workspace_id: int) -> int:
@@ -35,12 +33,12 @@ def lexical_backfill(*, workspace_id: int, batch: int, progress: Callable[[int],
     """Reconcile every record of workspace ``workspace_id`` after the stored progress in batches
     of ``batch``, calling ``progress(records)`` after each, then recount its source totals.
     ``restart`` starts from the first record after dropping the workspace's whole index, so it
-    also repairs what a reconcile does not look at, such as a lost posting; a full compaction
+    also repairs what a reconcile does not look at, such as a lost pending row; a full compaction
     follows. Returns (documents added, documents removed)."""
     if restart:
         with transaction.atomic(), connection.cursor() as cursor:
             _lock_workspace(cursor, workspace_id)
-            for table in (POSTING, TERM_STATS, DOCUMENT, BACKFILL, BLOCK, COMPACTION, CHANGE):
+            for table in (PENDING, DOCUMENT, BACKFILL, BLOCK, COMPACTION, CHANGE):
                 cursor.execute(f"DELETE FROM {table} WHERE workspace_id = %s", [workspace_id])
             cursor.execute(f"DELETE FROM {GROUP_STATS} WHERE group_id IN "
                            f"(SELECT id FROM {GROUP} WHERE workspace_id = %s)", [workspace_id])

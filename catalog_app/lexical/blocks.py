@@ -26,9 +26,9 @@ ROW = np.dtype([("seq", ">i8"), ("tf", ">i4"), ("length", ">i4")])
 
 
 def packed_rows(alias: str) -> str:
-    """SQL: the posting rows ``alias`` aggregated, ascending by seq, into the bytes of ``ROW``."""
-    return (f"string_agg(int8send({alias}.seq) || int4send({alias}.tf) || int4send({alias}.length), ''::bytea "
-            f"ORDER BY {alias}.seq)")
+    """SQL: the posting rows ``alias`` aggregated, in no particular order (so the grouping can
+    hash instead of sorting every row), into the bytes of ``ROW``."""
+    return f"string_agg(int8send({alias}.seq) || int4send({alias}.tf) || int4send({alias}.length), ''::bytea)"
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,10 +2,10 @@
 
 Everything the index holds is recomputed from the record table by the rules the write path
 follows (``catalog_app.record_sql``'s live and current-in-lane, the analyzers' SQL) and compared:
-documents, postings, group statistics, exact term dfs, the validity of the pruning bounds
-(``max_tf`` at least, ``min_length`` at most the true ones) and the source totals. The compacted
-blocks are held against the posting rows they copy (``compaction``'s invariant: exactly the rows
-with seq <= the watermark, except the logged seqs). Read-only.
+documents, group statistics and the source totals, and every posting, as ``compaction`` places
+it: in the blocks exactly the postings with seq <= the watermark except the logged seqs, in the
+pending rows of the member seqs exactly the others (a seq stored twice stored the same
+posting). Read-only.
 """
 from __future__ import annotations
 
@@ -16,9 +16,7 @@ from ..record_sql import RECORD, current_in_lane, live, source_bytes
 from .analyzers import Analyzer, maintained_analyzers
 from .binary_rows import binary_rows
 from .blocks import ROW, block_bytes, decode, packed_rows
-from .tables import (
-    BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, GROUP_STATS, POSTING, SOURCE_TOTALS, TERM_STATS, group_of,
-)
+from .tables import BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, GROUP_STATS, PENDING, SOURCE_TOTALS, group_of
 
 
 def lexical_check(*, workspace_id: int) -> list[str]:
@@ -27,59 +25,89 @@ def lexical_check(*, workspace_id: int) -> list[str]:
     differences: list[str] = []
     with connection.cursor() as cursor:
         for analyzer in maintained_analyzers():
-            for check in (_documents, _postings, _group_stats, _term_stats):
+            for check in (_documents, _group_stats):
                 cursor.execute(check(analyzer), {"ws": workspace_id, "analyzer": analyzer.code})
                 differences += [f"{analyzer.name}: {line}" for (line,) in cursor.fetchall()]
         cursor.execute(_SOURCE_TOTALS, {"ws": workspace_id})
         differences += [line for (line,) in cursor.fetchall()]
     for analyzer in maintained_analyzers():
         differences += [f"{analyzer.name}: {line}"
-                        for row in binary_rows(_BLOCKS, {"ws": workspace_id, "analyzer": analyzer.code})
-                        for line in _block_differences(*row)]
+                        for row in binary_rows(_postings(analyzer), {"ws": workspace_id, "analyzer": analyzer.code})
+                        for line in _posting_differences(*row)]
     return differences
 
 
-_BLOCKS = (
-    f"WITH w AS (SELECT coalesce(max(watermark), 0) AS watermark FROM {COMPACTION} "
-    "WHERE workspace_id = %(ws)s AND analyzer = %(analyzer)s), "
-    f"lg AS (SELECT coalesce(array_agg(DISTINCT seq), '{{}}') AS seqs FROM {CHANGE} "
-    "WHERE workspace_id = %(ws)s AND analyzer = %(analyzer)s), "
-    f"r AS (SELECT p.term, p.group_id, {packed_rows('p')} AS blob FROM {POSTING} p WHERE p.workspace_id = %(ws)s "
-    "AND p.analyzer = %(analyzer)s AND p.seq <= (SELECT watermark FROM w) "
-    "AND NOT p.seq = ANY((SELECT seqs FROM lg)::bigint[]) GROUP BY 1, 2), "
-    "b AS (SELECT term, group_id, array_agg(first_seq ORDER BY first_seq) AS firsts, "
-    "array_agg(last_seq ORDER BY first_seq) AS lasts, array_agg(postings ORDER BY first_seq) AS counts, "
-    "array_agg(width ORDER BY first_seq) AS widths, array_agg(data ORDER BY first_seq) AS datas "
-    f"FROM {BLOCK} WHERE workspace_id = %(ws)s AND analyzer = %(analyzer)s GROUP BY 1, 2) "
-    "SELECT coalesce(r.term, b.term), coalesce(r.group_id, b.group_id), r.blob, b.firsts, b.lasts, b.counts, "
-    "b.widths, b.datas, lg.seqs, (SELECT watermark FROM w) FROM r FULL JOIN b ON b.term = r.term "
-    "AND b.group_id = r.group_id CROSS JOIN lg ORDER BY 1, 2")
+def _postings(analyzer: Analyzer) -> str:
+    """Per (term, group): the postings the records say (seq, tf, length rows of ``ROW``), the
+    blocks, the pending rows, the logged seqs, the member seqs and the watermark."""
+    return (
+        f"WITH w AS (SELECT coalesce(max(watermark), 0) AS watermark FROM {COMPACTION} "
+        "WHERE workspace_id = %(ws)s AND analyzer = %(analyzer)s), "
+        f"lg AS (SELECT coalesce(array_agg(DISTINCT seq), '{{}}') AS seqs FROM {CHANGE} "
+        "WHERE workspace_id = %(ws)s AND analyzer = %(analyzer)s), "
+        f"mb AS (SELECT coalesce(array_agg(seq), '{{}}') AS seqs FROM {DOCUMENT} WHERE workspace_id = %(ws)s "
+        "AND analyzer = %(analyzer)s AND (seq > (SELECT watermark FROM w) OR seq = ANY((SELECT seqs FROM lg)::bigint[]))), "
+        f"e AS (SELECT t.term, r.group_id, {packed_rows('x')} AS blob FROM ({_visible(analyzer)}) r "
+        f"CROSS JOIN {analyzer.terms_sql} CROSS JOIN LATERAL (SELECT r.seq, t.tf, r.length) x GROUP BY 1, 2), "
+        "b AS (SELECT term, group_id, array_agg(first_seq ORDER BY first_seq) AS firsts, "
+        "array_agg(last_seq ORDER BY first_seq) AS lasts, array_agg(postings ORDER BY first_seq) AS counts, "
+        "array_agg(width ORDER BY first_seq) AS widths, array_agg(data ORDER BY first_seq) AS datas "
+        f"FROM {BLOCK} WHERE workspace_id = %(ws)s AND analyzer = %(analyzer)s GROUP BY 1, 2), "
+        f"p AS (SELECT term, group_id, string_agg(data, ''::bytea ORDER BY change_id) AS pending FROM {PENDING} "
+        "WHERE workspace_id = %(ws)s AND analyzer = %(analyzer)s GROUP BY 1, 2), "
+        "eb AS (SELECT coalesce(e.term, b.term) AS term, coalesce(e.group_id, b.group_id) AS group_id, e.blob, "
+        "b.firsts, b.lasts, b.counts, b.widths, b.datas FROM e FULL JOIN b ON b.term = e.term "
+        "AND b.group_id = e.group_id) "
+        "SELECT coalesce(eb.term, p.term), coalesce(eb.group_id, p.group_id), eb.blob, eb.firsts, eb.lasts, "
+        "eb.counts, eb.widths, eb.datas, p.pending, lg.seqs, mb.seqs, (SELECT watermark FROM w) "
+        "FROM eb FULL JOIN p ON p.term = eb.term AND p.group_id = eb.group_id CROSS JOIN lg CROSS JOIN mb "
+        "ORDER BY 1, 2")
 
 
-def _block_differences(term, group_id, blob, firsts, lasts, counts, widths, datas, logged, watermark) -> list[str]:
-    """How one (term, group)'s blocks differ from its posting rows at or below the watermark and
-    not logged."""
-    where = f"blocks of term {term!r} in group {group_id}"
+def _posting_differences(term, group_id, blob, firsts, lasts, counts, widths, datas, pending, logged, members,
+                         watermark) -> list[str]:
+    """How one (term, group)'s blocks and pending rows differ from the postings its records
+    say: the blocks from those with seq <= the watermark and not logged, the pending rows of
+    the member seqs from the others."""
+    where = f"term {term!r} in group {group_id}"
     lines, parts = [], []
     for first, last, count, width, data in zip(firsts or (), lasts or (), counts or (), widths or (), datas or ()):
         part = decode(first, count, width, data) if len(data) == block_bytes(count, width) else None
         if part is None or part[0][0] != first or part[0][-1] != last or np.any(np.diff(part[0]) <= 0) \
                 or (parts and parts[-1][0][-1] >= first) or last > watermark:
-            lines.append(f"{where}: block at seq {first} is malformed (last {last}, {count} postings, width {width})")
+            lines.append(f"blocks of {where}: block at seq {first} is malformed "
+                         f"(last {last}, {count} postings, width {width})")
         if part is not None:
             parts.append(part)
-    held = {}
+    logged = set(logged or ())
+    in_blocks = {}
     for seqs, tfs, lengths in parts:
-        held.update(zip(seqs.tolist(), zip(tfs.tolist(), lengths.tolist())))
-    for seq in logged or ():
-        held.pop(seq, None)
+        in_blocks.update(zip(seqs.tolist(), zip(tfs.tolist(), lengths.tolist())))
+    for seq in logged:
+        in_blocks.pop(seq, None)
+    members, in_pending = set(members or ()), {}
+    table = np.frombuffer(pending or b"", ROW)
+    for seq, tf, length in zip(table["seq"].tolist(), table["tf"].tolist(), table["length"].tolist()):
+        if seq in members and in_pending.setdefault(seq, (tf, length)) != (tf, length):
+            lines.append(f"pending postings of {where}: seq {seq} is stored as tf {in_pending[seq][0]} length "
+                         f"{in_pending[seq][1]} and as tf {tf} length {length}")
     rows = np.frombuffer(blob or b"", ROW)
     expected = dict(zip(rows["seq"].tolist(), zip(rows["tf"].tolist(), rows["length"].tolist())))
+    tail = {seq for seq in expected if seq > watermark or seq in logged}
+    lines += _compared(f"blocks of {where}", in_blocks, {s: p for s, p in expected.items() if s not in tail},
+                       "should not be in a block")
+    lines += _compared(f"pending postings of {where}", in_pending, {s: expected[s] for s in tail},
+                       "should not be pending")
+    return lines
+
+
+def _compared(where: str, held: dict, expected: dict, extra: str) -> list[str]:
+    lines = []
     for seq in sorted(expected.keys() | held.keys()):
         if seq not in held:
             lines.append(f"{where}: seq {seq} (tf {expected[seq][0]}) is missing")
         elif seq not in expected:
-            lines.append(f"{where}: seq {seq} should not be in a block")
+            lines.append(f"{where}: seq {seq} {extra}")
         elif held[seq] != expected[seq]:
             lines.append(f"{where}: seq {seq} holds tf {held[seq][0]} length {held[seq][1]}, "
                          f"expected tf {expected[seq][0]} length {expected[seq][1]}")
@@ -105,24 +133,6 @@ def _documents(analyzer: Analyzer) -> str:
         "OR d.length <> v.length ORDER BY coalesce(v.seq, d.seq)")
 
 
-def _expected_postings(analyzer: Analyzer) -> str:
-    return (f"SELECT t.term, r.seq, r.group_id, t.tf, r.length FROM ({_visible(analyzer)}) r "
-            f"CROSS JOIN {analyzer.terms_sql}")
-
-
-def _postings(analyzer: Analyzer) -> str:
-    return (
-        f"WITH e AS ({_expected_postings(analyzer)}), "
-        f"p AS (SELECT * FROM {POSTING} WHERE workspace_id = %(ws)s AND analyzer = %(analyzer)s) "
-        "SELECT CASE WHEN p.seq IS NULL THEN format('posting %%L of seq %%s (tf %%s) is missing', e.term, e.seq, e.tf) "
-        "WHEN e.seq IS NULL THEN format('posting %%L of seq %%s should not exist', p.term, p.seq) "
-        "ELSE format('posting %%L of seq %%s holds group %%s tf %%s length %%s, expected group %%s tf %%s length %%s', "
-        "e.term, e.seq, p.group_id, p.tf, p.length, e.group_id, e.tf, e.length) END "
-        "FROM e FULL JOIN p ON p.term = e.term AND p.seq = e.seq "
-        "WHERE e.seq IS NULL OR p.seq IS NULL OR p.group_id IS DISTINCT FROM e.group_id OR p.tf <> e.tf "
-        "OR p.length <> e.length ORDER BY coalesce(e.term, p.term), coalesce(e.seq, p.seq)")
-
-
 def _group_stats(analyzer: Analyzer) -> str:
     return (
         f"WITH e AS (SELECT group_id, count(*) AS docs, sum(length) AS total FROM ({_visible(analyzer)}) v "
@@ -134,20 +144,6 @@ def _group_stats(analyzer: Analyzer) -> str:
         "coalesce(e.total, 0)) FROM e FULL JOIN s ON s.group_id = e.group_id "
         "WHERE coalesce(s.docs, 0) <> coalesce(e.docs, 0) OR coalesce(s.total_length, 0) <> coalesce(e.total, 0) "
         "ORDER BY coalesce(s.group_id, e.group_id)")
-
-
-def _term_stats(analyzer: Analyzer) -> str:
-    return (
-        "WITH e AS (SELECT x.term, g.collection, g.status, count(*) AS df, max(x.tf) AS max_tf, "
-        f"min(x.length) AS min_length FROM ({_expected_postings(analyzer)}) x JOIN {GROUP} g ON g.id = x.group_id "
-        "GROUP BY 1, 2, 3), "
-        f"s AS (SELECT * FROM {TERM_STATS} WHERE workspace_id = %(ws)s AND analyzer = %(analyzer)s) "
-        "SELECT format('term %%L in %%s/%%s: df %%s, max tf %%s, min length %%s; expected df %%s, max tf >= %%s, "
-        "min length <= %%s', coalesce(s.term, e.term), coalesce(s.collection, e.collection), "
-        "coalesce(s.status, e.status), coalesce(s.df, 0), s.max_tf, s.min_length, coalesce(e.df, 0), e.max_tf, "
-        "e.min_length) FROM e FULL JOIN s ON s.term = e.term AND s.collection = e.collection AND s.status = e.status "
-        "WHERE coalesce(s.df, 0) <> coalesce(e.df, 0) OR s.max_tf < e.max_tf OR s.min_length > e.min_length "
-        "ORDER BY coalesce(s.term, e.term), coalesce(s.collection, e.collection), coalesce(s.status, e.status)")
 
 
 _SOURCE_TOTALS = (

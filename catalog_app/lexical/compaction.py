@@ -1,30 +1,37 @@
-"""Folding posting rows into compacted blocks (``lexical_compact``).
+"""Folding the changes since the last compaction into compacted blocks (``lexical_compact``).
 
-The posting rows stay the index's truth, written by every visibility change
-(``maintenance``); the blocks are a compact copy of them that a query reads in a few values
-instead of one B-tree entry per posting. Per (workspace, analyzer), the compaction row's
-``watermark`` W and the change log say what the copy covers: **the blocks hold exactly the
-posting rows with seq <= W, except for the seqs the change log names.** A query therefore
-reads the blocks without the logged seqs, plus the posting rows with seq > W or a logged seq
-(``query``), and gets the posting rows' answer.
+The index's truth is the documents (the visible records, ``maintenance``) and the terms their
+records hold (the analyzers' SQL); the blocks are a compact copy of their postings that a query
+reads in a few values instead of one entry per posting. Per (workspace, analyzer), the
+compaction row's ``watermark`` W and the change log say what the copy covers: **the blocks hold
+exactly the postings of the documents with seq <= W, except for the seqs the change log
+names.** Every write that adds postings also stores them as pending rows (one per term and
+group it touched), named by its change rows. So a query reads the blocks without the logged
+seqs, plus the pending postings of the *member* seqs (the documents with seq > W or a logged
+seq), each seq once (``query``), and gets the truth: a member's postings were stored by the
+write that last added it (records never change, so every write that added it stored the same
+ones), and a seq that is no document any more is no member.
 
 Why that stays true without locking writers out. Every write that adds or removes postings
 appends its seqs to the change log in its own transaction. A compaction reads the change log
-*first*, then the record table's or the log's highest seq (W), then the posting rows (each
-statement sees everything committed before it starts). So every change it read from the log
-was committed before it read the postings and is in the blocks it writes; it deletes exactly
-the log rows it read. A write that commits later keeps its log row, so queries keep reading
-that seq from the rows; a write committed in between is in the blocks *and* still logged,
-which only makes queries read it from the rows. Only one compaction of a workspace runs at a
-time (a transaction-level advisory lock; a second one returns at once).
+*first*, then the record table's or the log's highest seq (W), then the truth (each statement
+sees everything committed before it starts). So every change it read from the log was
+committed before it read the truth and is in the blocks it writes; it deletes exactly the log
+rows it read and the pending rows they name. A write that commits later keeps its log and
+pending rows, so queries keep reading that seq from them; a write committed in between is in
+the blocks *and* still logged, which only makes queries read it from its pending rows. Only one
+compaction of a workspace runs at a time (a transaction-level advisory lock; a second one
+returns at once).
 
 Two modes. *Full* (the first compaction of a workspace, ``full=True``, and after a backfill):
-every block is dropped and rebuilt from every posting row with seq <= W, W being the
-workspace's highest record seq. *Incremental*: only the blocks of the (term, group) pairs the
-logged records hold are rebuilt, each from the posting rows of its own seq range (the range up
-to the next block's first seq); a pair's newer postings start a block of their own after its
-last block unless that one holds fewer than ``blocks.SMALL_BLOCK`` postings, which then takes
-them in. Either way a rebuilt range is cut into blocks of at most ``blocks.BLOCK_POSTINGS``.
+every block is dropped and rebuilt from the truth for every seq <= W, W being the workspace's
+highest record seq. *Incremental*: only the blocks of the (term, group) pairs the logged records
+hold are rebuilt, each over its own seq range (the range up to the next block's first seq):
+the postings of the blocks it replaces without the logged seqs, plus the logged seqs'
+postings where they are documents now. A pair's newer postings start a block of their own after
+its last block unless that one holds fewer than ``blocks.SMALL_BLOCK`` postings, which then
+takes them in. Either way a rebuilt range is cut into blocks of at most
+``blocks.BLOCK_POSTINGS``.
 
 ``lexical_compaction_due`` tells the write path when the log is long enough for a compaction
 (setting ``LEXICAL_COMPACT_CHANGES``, counted as the span of the workspace's log ids); the task
@@ -41,8 +48,8 @@ from memseek_site.conf import memseek_setting
 
 from ..record_sql import RECORD
 from .analyzers import Analyzer, maintained_analyzers
-from .blocks import ROW, SMALL_BLOCK, Block, packed_rows, split
-from .tables import BLOCK, CHANGE, COMPACTION, GROUP, POSTING, group_of
+from .blocks import ROW, SMALL_BLOCK, Block, decode, packed_rows, split
+from .tables import BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, PENDING, group_of
 
 _LOCK_NAMESPACE = 0x6C78  # pg_advisory_xact_lock(namespace, workspace): one compaction per workspace
 _WIDE_ROW = np.dtype([("seq", ">i8"), ("group", ">i4"), ("tf", ">i4"), ("length", ">i4")])
@@ -60,7 +67,7 @@ class CompactionOutcome:
 
 
 def lexical_compact(*, workspace_id: int, full: bool = False) -> list[CompactionOutcome] | None:
-    """Fold workspace ``workspace_id``'s posting changes into its blocks, for every maintained
+    """Fold workspace ``workspace_id``'s logged changes into its blocks, for every maintained
     analyzer, in one transaction; ``None`` when another compaction of the workspace holds the
     lock. ``full`` rebuilds every block."""
     with transaction.atomic(), connection.cursor() as cursor:
@@ -86,18 +93,25 @@ def _compact(cursor, workspace_id: int, analyzer: Analyzer, full: bool) -> Compa
     full = full or found is None
     cursor.execute(f"SELECT id, seq FROM {CHANGE} WHERE workspace_id = %s AND analyzer = %s", key)
     log = cursor.fetchall()
+    ids = [change_id for change_id, _ in log]
+    cursor.execute(f"DELETE FROM {PENDING} WHERE workspace_id = %s AND analyzer = %s AND change_id = ANY(%s::bigint[]) "
+                   "RETURNING term, group_id, data", [*key, ids])
+    added: dict[tuple[str, int], list[bytes]] = {}
+    for term, group_id, data in cursor.fetchall():
+        added.setdefault((term, group_id), []).append(data)
     if full:
         cursor.execute(f"SELECT coalesce(max(seq), 0) FROM {RECORD} WHERE workspace_id = %s", [workspace_id])
         watermark = int(cursor.fetchone()[0])
         written, dropped = _full(cursor, workspace_id, analyzer, watermark)
     else:
         watermark = max([int(found[0]), *(seq for _, seq in log)])
-        written, dropped = _incremental(cursor, workspace_id, analyzer, watermark, sorted({seq for _, seq in log}))
+        written, dropped = _incremental(cursor, workspace_id, analyzer, watermark, sorted({seq for _, seq in log}),
+                                        added)
     cursor.execute(f"INSERT INTO {COMPACTION} (workspace_id, analyzer, watermark, compacted_at) "
                    "VALUES (%s, %s, %s, now()) ON CONFLICT (workspace_id, analyzer) "
                    "DO UPDATE SET watermark = excluded.watermark, compacted_at = excluded.compacted_at",
                    [*key, watermark])
-    cursor.execute(f"DELETE FROM {CHANGE} WHERE id = ANY(%s)", [[change_id for change_id, _ in log]])
+    cursor.execute(f"DELETE FROM {CHANGE} WHERE id = ANY(%s::bigint[])", [ids])
     return CompactionOutcome(analyzer.name, full, watermark, len(log), written, dropped)
 
 
@@ -107,9 +121,10 @@ def _full(cursor, workspace_id: int, analyzer: Analyzer, watermark: int) -> tupl
     dropped, written = cursor.rowcount, 0
     with connection.chunked_cursor() as terms:
         terms.execute(
-            "SELECT term, string_agg(int8send(seq) || int4send(group_id) || int4send(tf) || int4send(length), "
-            f"''::bytea ORDER BY seq) FROM {POSTING} WHERE workspace_id = %s AND analyzer = %s AND seq <= %s "
-            "GROUP BY term", [workspace_id, analyzer.code, watermark])
+            "SELECT t.term, string_agg(int8send(d.seq) || int4send(d.group_id) || int4send(t.tf) "
+            f"|| int4send(d.length), ''::bytea ORDER BY d.seq) FROM {DOCUMENT} d JOIN {RECORD} r ON r.seq = d.seq "
+            f"CROSS JOIN {analyzer.terms_sql} WHERE d.workspace_id = %s AND d.analyzer = %s AND d.seq <= %s "
+            "GROUP BY t.term", [workspace_id, analyzer.code, watermark])
         while rows := terms.fetchmany(_FULL_FETCH):
             blocks = []
             for term, blob in rows:
@@ -123,16 +138,30 @@ def _full(cursor, workspace_id: int, analyzer: Analyzer, watermark: int) -> tupl
     return written, dropped
 
 
-def _incremental(cursor, workspace_id: int, analyzer: Analyzer, watermark: int,
-                 changed: list[int]) -> tuple[int, int]:
+def _incremental(cursor, workspace_id: int, analyzer: Analyzer, watermark: int, changed: list[int],
+                 added: dict[tuple[str, int], list[bytes]]) -> tuple[int, int]:
+    """Rebuild the blocks of the (term, group) pairs the ``changed`` seqs touch; ``added`` holds,
+    by pair, the pending rows of the writes folded in (what they added)."""
     if not changed:
         return 0, 0
-    # The (term, group) pairs the changed records hold: records never change, so a removed
-    # record's terms and group are still those it was indexed with.
+    cursor.execute(f"SELECT seq FROM {DOCUMENT} WHERE analyzer = %s AND seq = ANY(%s::bigint[])",
+                   [analyzer.code, changed])
+    documents = np.fromiter((row[0] for row in cursor.fetchall()), np.int64)
+    # A changed seq that is no document now was removed: its record's terms and group (records
+    # never change) name the pairs it leaves. Every other change added the postings its pending
+    # rows hold, so the pairs it touches are theirs; of those postings, the documents' count.
+    gone = sorted(set(changed) - set(documents.tolist()))
     cursor.execute(
-        f"SELECT t.term, g.id, array_agg(r.seq ORDER BY r.seq) FROM {RECORD} r JOIN {GROUP} g ON {group_of('r', 'g')} "
-        f"CROSS JOIN {analyzer.terms_sql} WHERE r.seq = ANY(%s) GROUP BY 1, 2", [changed])
-    touched = {(term, group_id): np.asarray(seqs, np.int64) for term, group_id, seqs in cursor.fetchall()}
+        f"SELECT t.term COLLATE \"C\", g.id, array_agg(r.seq) FROM {RECORD} r JOIN {GROUP} g ON {group_of('r', 'g')} "
+        f"CROSS JOIN {analyzer.terms_sql} WHERE r.seq = ANY(%s::bigint[]) GROUP BY 1, 2", [gone])
+    left = {(term, group_id): np.asarray(seqs, np.int64) for term, group_id, seqs in cursor.fetchall()}
+    touched = {}
+    for pair in added.keys() | left.keys():
+        table = np.frombuffer(b"".join(added.get(pair, ())), ROW)
+        current = table[np.isin(table["seq"], documents)]
+        current = current[np.unique(current["seq"], return_index=True)[1]]  # a seq added twice, once
+        touched[pair] = (np.concatenate([table["seq"].astype(np.int64), left.get(pair, np.empty(0, np.int64))]),
+                         current)
     if not touched:
         return 0, 0
     pairs = sorted(touched)
@@ -146,36 +175,43 @@ def _incremental(cursor, workspace_id: int, analyzer: Analyzer, watermark: int,
                 for term, group_id, firsts, lasts, counts in cursor.fetchall()}
     ranges = [(term, group_id, lo, hi, replaced)
               for term, group_id in pairs
-              for lo, hi, replaced in _ranges(existing.get((term, group_id)), touched[term, group_id], watermark)]
-    dropped = 0
-    replaced_keys = [(term, group_id, first) for term, group_id, _, _, firsts in ranges for first in firsts]
-    if replaced_keys:
-        cursor.execute(
-            f"DELETE FROM {BLOCK} b USING unnest(%s::text[], %s::integer[], %s::bigint[]) q(term, group_id, first_seq) "
-            "WHERE b.workspace_id = %s AND b.analyzer = %s AND b.term = q.term AND b.group_id = q.group_id "
-            "AND b.first_seq = q.first_seq",
-            [[k[0] for k in replaced_keys], [k[1] for k in replaced_keys], [k[2] for k in replaced_keys],
-             workspace_id, analyzer.code])
-        dropped = cursor.rowcount
-    cursor.execute(
-        f"SELECT q.i, (SELECT {packed_rows('p')} FROM {POSTING} p WHERE p.workspace_id = %s AND p.analyzer = %s "
-        "AND p.term = q.term AND p.group_id = q.group_id AND p.seq >= q.lo AND p.seq < q.hi) "
-        "FROM unnest(%s::text[], %s::integer[], %s::bigint[], %s::bigint[]) "
-        "WITH ORDINALITY q(term, group_id, lo, hi, i)",
-        [workspace_id, analyzer.code, [r[0] for r in ranges], [r[1] for r in ranges], [r[2] for r in ranges],
-         [r[3] for r in ranges]])
+              for lo, hi, replaced in _ranges(existing.get((term, group_id)), touched[term, group_id][0], watermark)]
+    replaced = _drop(cursor, workspace_id, analyzer, [(t, g, first) for t, g, _, _, firsts in ranges for first in firsts])
     blocks = []
-    for i, blob in cursor.fetchall():
-        if blob:
-            term, group_id = ranges[i - 1][:2]
-            table = np.frombuffer(blob, ROW)
-            blocks += [(term, group_id, block) for block in split(table["seq"].astype(np.int64), table["tf"],
-                                                                  table["length"])]
-    return _insert(cursor, workspace_id, analyzer, blocks), dropped
+    for term, group_id, lo, hi, firsts in ranges:
+        seqs, current = touched[term, group_id]
+        lowest = int(seqs.min())
+        kept = []
+        for first in firsts:  # the replaced blocks without the changed seqs
+            part_seqs, part_tfs, part_lengths = replaced[term, group_id, first]
+            if part_seqs[-1] >= lowest:  # else only appended to (the common case): nothing to drop
+                keep = ~np.isin(part_seqs, seqs)
+                part_seqs, part_tfs, part_lengths = part_seqs[keep], part_tfs[keep], part_lengths[keep]
+            kept.append((part_seqs, part_tfs, part_lengths))
+        now = current if lo <= lowest and hi > watermark else current[(current["seq"] >= lo) & (current["seq"] < hi)]
+        kept.append((now["seq"].astype(np.int64), now["tf"].astype(np.float64), now["length"].astype(np.float64)))
+        merged_seqs, merged_tfs, merged_lengths = (np.concatenate(column) for column in zip(*kept))
+        order = np.argsort(merged_seqs, kind="stable")
+        blocks += [(term, group_id, block)
+                   for block in split(merged_seqs[order], merged_tfs[order], merged_lengths[order])]
+    return _insert(cursor, workspace_id, analyzer, blocks), len(replaced)
+
+
+def _drop(cursor, workspace_id: int, analyzer: Analyzer, keys: list[tuple[str, int, int]]) -> dict:
+    """Delete the blocks ``keys`` ((term, group, first seq)); returns their postings by key."""
+    if not keys:
+        return {}
+    cursor.execute(
+        f"DELETE FROM {BLOCK} b USING unnest(%s::text[], %s::integer[], %s::bigint[]) q(term, group_id, first_seq) "
+        "WHERE b.workspace_id = %s AND b.analyzer = %s AND b.term = q.term AND b.group_id = q.group_id "
+        "AND b.first_seq = q.first_seq RETURNING b.term, b.group_id, b.first_seq, b.postings, b.width, b.data",
+        [[k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys], workspace_id, analyzer.code])
+    return {(term, group_id, first): decode(first, count, width, data)
+            for term, group_id, first, count, width, data in cursor.fetchall()}
 
 
 def _ranges(existing, touched: np.ndarray, watermark: int) -> list[tuple[int, int, list[int]]]:
-    """The seq ranges [lo, hi) of one (term, group) to rebuild from its posting rows, each with
+    """The seq ranges [lo, hi) of one (term, group) to rebuild, each with
     the first seqs of the blocks it replaces, given its blocks (firsts, lasts, postings; None
     when it has none) and its changed seqs ``touched``. Block i owns the seqs from its first to
     the next block's first (the first block from the lowest seq); a new range after the last
@@ -185,6 +221,10 @@ def _ranges(existing, touched: np.ndarray, watermark: int) -> list[tuple[int, in
         return [(0, everything, [])]
     firsts, lasts, counts = existing
     last = firsts.size - 1
+    if int(touched.min()) > lasts[last]:  # only appended to (the common case)
+        if counts[last] >= SMALL_BLOCK:
+            return [(int(lasts[last]) + 1, everything, [])]
+        return [(0 if last == 0 else int(firsts[last]), everything, [int(firsts[last])])]
     owner = np.maximum(np.searchsorted(firsts, touched, side="right") - 1, 0)
     beyond = (owner == last) & (touched > lasts[last]) & (counts[last] >= SMALL_BLOCK)
     ranges = [(0 if i == 0 else int(firsts[i]), int(firsts[i + 1]) if i < last else everything, [int(firsts[i])])
@@ -194,11 +234,16 @@ def _ranges(existing, touched: np.ndarray, watermark: int) -> list[tuple[int, in
     return ranges
 
 
+_BLOCK_COLUMNS = ("workspace_id", "analyzer", "term", "group_id", "first_seq", "last_seq", "postings", "width", "data")
+_BLOCK_TYPES = ("int4", "int2", "text", "int4", "int8", "int8", "int4", "int2", "bytea")
+
+
 def _insert(cursor, workspace_id: int, analyzer: Analyzer, blocks: list[tuple[str, int, Block]]) -> int:
+    """Write ``blocks`` with one binary COPY (block data travels as bytes, not escaped text)."""
     if blocks:
-        cursor.executemany(
-            f"INSERT INTO {BLOCK} (workspace_id, analyzer, term, group_id, first_seq, last_seq, postings, width, data) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-            [(workspace_id, analyzer.code, term, group_id, block.first_seq, block.last_seq, block.postings,
-              block.width, block.data) for term, group_id, block in blocks])
+        with cursor.cursor.copy(f"COPY {BLOCK} ({', '.join(_BLOCK_COLUMNS)}) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types(_BLOCK_TYPES)
+            for term, group_id, block in blocks:
+                copy.write_row((workspace_id, analyzer.code, term, group_id, block.first_seq, block.last_seq,
+                                block.postings, block.width, block.data))
     return len(blocks)

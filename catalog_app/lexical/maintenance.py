@@ -7,16 +7,18 @@ record is inserted (it may be visible at once, and it hides its lane's previous 
 ready (it may become visible; it hid its predecessor already when it was inserted). Both writers
 call ``lexical_records_changed`` in their own transaction, so a search right after a write sees
 it and a rolled-back batch leaves nothing; the backfill reconciles batches of existing records
-with the same function. Each change of a record's postings is also appended to the change log
-(``compaction``), and once the log of a workspace is long enough a compaction is enqueued to run
-after commit.
+with the same function. A reconcile writes a visible record's document (membership, group,
+length) and appends every added or removed seq to the change log; an added record's postings go
+into pending rows, one per (term, group) a write touches, not one per posting (``compaction``
+folds them into the blocks). Once the log of a workspace is long enough a compaction is enqueued
+to run after commit.
 
 Concurrency. Whether a keyed record is current depends on its lane, so every reconcile of a
 keyed record runs under the lane's entity lock (the lock ingest takes; enrichment takes it with
 ``lexical_lock_lanes``), after which committed writes to the lane are visible to the next
-statement. Statistics rows are upserted in one fixed order (term statistics by analyzer then
-(workspace, term, collection, status), then group statistics by (analyzer, group), then source totals by
-(workspace, collection)), so concurrent writers wait for each other but never deadlock.
+statement. Statistics rows are upserted in one fixed order (group statistics by (analyzer,
+group), then source totals by (workspace, collection)), so concurrent writers wait for each
+other but never deadlock; change and pending rows are new keys every time.
 """
 from __future__ import annotations
 
@@ -27,11 +29,8 @@ from django.db import connection
 from ..record_sql import RECORD, current_in_lane, live, same_lane, source_bytes
 from .analyzers import Analyzer, maintained_analyzers
 from .compaction import lexical_compaction_due
-from .tables import (
-    CHANGE, DOCUMENT, GROUP, GROUP_COLUMNS, GROUP_STATS, POSTING, SOURCE_TOTALS, TERM_STATS, group_of, group_values,
-)
-
-_NEVER_SHORTER = 2_147_483_647  # the min_length of a removal delta: never lowers the stored bound
+from .blocks import packed_rows
+from .tables import CHANGE, DOCUMENT, GROUP, GROUP_COLUMNS, GROUP_STATS, PENDING, SOURCE_TOTALS, group_of, group_values
 
 
 def lexical_records_changed(*, record_ids: Sequence, inserted: bool) -> None:
@@ -103,48 +102,32 @@ def lexical_reconcile(cursor, seqs: Sequence[int]) -> tuple[int, int]:
         cursor.execute(f"INSERT INTO {GROUP} ({columns}) SELECT DISTINCT {group_values('r')} FROM {RECORD} r "
                        "WHERE r.seq = ANY(%s) ORDER BY 1, 2, 3, 4, 5, 6 ON CONFLICT DO NOTHING", [added])
     for analyzer, add, remove in plans:
-        _postings(cursor, analyzer, add, remove)
+        _log_and_pend(cursor, analyzer, add, remove)
     for analyzer, add, remove in plans:
         _documents(cursor, analyzer, add, remove)
-    for analyzer, add, remove in plans:
-        cursor.execute(f"INSERT INTO {CHANGE} (workspace_id, analyzer, seq) SELECT r.workspace_id, %s, r.seq "
-                       f"FROM {RECORD} r WHERE r.seq = ANY(%s) ORDER BY r.seq", [analyzer.code, add + remove])
     return sum(len(add) for _, add, _ in plans), sum(len(remove) for _, _, remove in plans)
 
 
-def _postings(cursor, analyzer: Analyzer, add: list[int], remove: list[int]) -> None:
-    """Insert the postings of ``add``, delete those of ``remove`` and apply both to the term
-    statistics, in one statement. A removal finds each posting by its full key (the record's
-    own terms), so it is index probes whatever the planner believes about the table's size."""
-    parts, changes = [], []
-    if remove:
-        parts.append(
-            f"gone AS (DELETE FROM {POSTING} p USING {RECORD} r WHERE r.seq = ANY(%(remove)s)"
-            " AND p.workspace_id = r.workspace_id AND p.analyzer = %(analyzer)s AND p.seq = r.seq"
-            f" AND p.term = ANY(ARRAY(SELECT t.term FROM {analyzer.terms_sql}))"
-            " RETURNING p.workspace_id, p.term, p.group_id)")
-        changes.append(f"SELECT workspace_id, term, group_id, -1 AS n, 0 AS tf, {_NEVER_SHORTER} AS length FROM gone")
-    if add:
-        parts.append(
-            f"src AS MATERIALIZED (SELECT r.seq, r.workspace_id, r.bm25_tf, r.search_vector, g.id AS group_id,"
-            f" {analyzer.length_sql} AS length FROM {RECORD} r JOIN {GROUP} g ON {group_of('r', 'g')}"
-            " WHERE r.seq = ANY(%(add)s))")
-        parts.append(
-            f"new AS (INSERT INTO {POSTING} (workspace_id, analyzer, term, seq, group_id, tf, length)"
-            f" SELECT r.workspace_id, %(analyzer)s, t.term, r.seq, r.group_id, t.tf, r.length FROM src r"
-            f" CROSS JOIN {analyzer.terms_sql} RETURNING workspace_id, term, group_id, tf, length)")
-        changes.append("SELECT workspace_id, term, group_id, 1 AS n, tf, length FROM new")
+def _log_and_pend(cursor, analyzer: Analyzer, add: list[int], remove: list[int]) -> None:
+    """Append the seqs of ``add`` and ``remove`` to the change log and store the postings of
+    ``add`` as pending rows (one per workspace, term and group, named by the workspace's first
+    change row of this statement), in one statement. A removal writes nothing else: its postings
+    stay where they are, and the log tells a query to take them from the documents' side
+    (``query``)."""
     cursor.execute(
-        f"WITH {', '.join(parts)}, "
-        "delta AS (SELECT u.workspace_id, u.term, g.collection, g.status, sum(u.n)::integer AS df,"
-        f" max(u.tf) AS max_tf, min(u.length) AS min_length FROM ({' UNION ALL '.join(changes)}) u"
-        f" JOIN {GROUP} g ON g.id = u.group_id GROUP BY 1, 2, 3, 4)"
-        f" INSERT INTO {TERM_STATS} AS s (workspace_id, analyzer, term, collection, status, df, max_tf, min_length)"
-        " SELECT workspace_id, %(analyzer)s, term, collection, status, df, max_tf, min_length FROM delta"
-        " ORDER BY workspace_id, term, collection, status"
-        " ON CONFLICT (workspace_id, analyzer, term, collection, status) DO UPDATE SET df = s.df + excluded.df,"
-        " max_tf = greatest(s.max_tf, excluded.max_tf), min_length = least(s.min_length, excluded.min_length)",
-        {"analyzer": analyzer.code, "add": add, "remove": remove})
+        f"WITH log AS (INSERT INTO {CHANGE} (workspace_id, analyzer, seq) SELECT r.workspace_id, %(analyzer)s, r.seq"
+        f" FROM {RECORD} r WHERE r.seq = ANY(%(changed)s) ORDER BY r.seq RETURNING id, workspace_id),"
+        " first AS (SELECT workspace_id, min(id) AS id FROM log GROUP BY workspace_id),"
+        f" src AS MATERIALIZED (SELECT r.seq, r.workspace_id, r.bm25_tf, r.search_vector, g.id AS group_id,"
+        f" {analyzer.length_sql} AS length FROM {RECORD} r JOIN {GROUP} g ON {group_of('r', 'g')}"
+        " WHERE r.seq = ANY(%(add)s))"
+        f" INSERT INTO {PENDING} (workspace_id, analyzer, term, group_id, change_id, data)"
+        " SELECT p.workspace_id, %(analyzer)s, p.term, p.group_id, f.id, p.data"
+        # COLLATE "C": the grouping sort compares bytes, as the table's key does
+        f" FROM (SELECT r.workspace_id, t.term COLLATE \"C\" AS term, r.group_id, {packed_rows('x')} AS data"
+        f" FROM src r CROSS JOIN {analyzer.terms_sql} CROSS JOIN LATERAL (SELECT r.seq, t.tf, r.length) x"
+        " GROUP BY 1, 2, 3) p JOIN first f ON f.workspace_id = p.workspace_id",
+        {"analyzer": analyzer.code, "changed": sorted(add + remove), "add": add})
 
 
 def _documents(cursor, analyzer: Analyzer, add: list[int], remove: list[int]) -> None:

@@ -38,26 +38,6 @@ class LexicalGroupStats(models.Model):
         db_table = "catalog_app_lexical_group_stats"
 
 
-class LexicalTermStats(models.Model):
-    """Per (workspace, analyzer, term, collection, status): the exact document frequency and
-    pruning bound material (``max_tf`` never decreases and ``min_length`` never increases on
-    removal, so they stay valid bounds for every scope inside that collection and status)."""
-
-    pk = models.CompositePrimaryKey("workspace_id", "analyzer", "term", "collection", "status")
-    workspace_id = models.IntegerField()
-    analyzer = models.SmallIntegerField()
-    term = models.TextField()
-    collection = models.CharField(max_length=64)
-    status = models.CharField(max_length=8)
-    df = models.IntegerField()
-    max_tf = models.IntegerField()
-    min_length = models.IntegerField()
-
-    class Meta:
-        managed = False
-        db_table = "catalog_app_lexical_term_stats"
-
-
 class LexicalDocument(models.Model):
     """One visible record under one analyzer: its group and length (records with no term too,
     since they count in N and the average length)."""
@@ -75,21 +55,21 @@ class LexicalDocument(models.Model):
         db_table = "catalog_app_lexical_document"
 
 
-class LexicalPosting(models.Model):
-    """One term of one visible record: its frequency, the record's group and length."""
+class LexicalPending(models.Model):
+    """The postings one change-log write added for one (term, group), packed as the rows of
+    ``blocks.ROW``; folded into the blocks by the compaction that reads that change."""
 
-    pk = models.CompositePrimaryKey("workspace_id", "analyzer", "term", "seq")
+    pk = models.CompositePrimaryKey("workspace_id", "analyzer", "term", "group_id", "change_id")
     workspace_id = models.IntegerField()
     analyzer = models.SmallIntegerField()
     term = models.TextField()
-    seq = models.BigIntegerField()
     group_id = models.IntegerField()
-    tf = models.IntegerField()
-    length = models.IntegerField()
+    change_id = models.BigIntegerField()
+    data = models.BinaryField()
 
     class Meta:
         managed = False
-        db_table = "catalog_app_lexical_posting"
+        db_table = "catalog_app_lexical_pending"
 
 
 class LexicalSourceTotals(models.Model):

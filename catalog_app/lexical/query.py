@@ -29,7 +29,7 @@ from .binary_rows import binary_rows
 from .block_cache import BLOCKS
 from .blocks import ROW, block_bytes, decode_into, packed_rows
 from .scoring import TermPostings, best_k, contribution, idf, slots_of, top_candidates
-from .tables import BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, GROUP_STATS, POSTING, SOURCE_TOTALS, TERM_STATS
+from .tables import BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, GROUP_STATS, PENDING, SOURCE_TOTALS
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,29 +71,15 @@ def index_top_k(*, workspace_id: int, analyzer: str, terms: tuple[str, ...], k: 
     terms = tuple(terms)
     if len(set(terms)) != len(terms):
         raise ValueError("terms must be distinct")
-    rows, held = _read(workspace_id, spec, terms, scope)
-    n, total, average = int(rows[0][0]), int(rows[0][1]), float(rows[0][2])
+    n, average, arrays = _in_scope(workspace_id, spec, terms, scope)
     if not terms:
         return IndexTopK(n, average, (), 0, ())
     postings, dfs = [], []
-    # The statistics are kept per (collection, status): they count this scope's df exactly only
-    # when no narrower axis applies; a read holding them against its postings where they do
-    # fails instead of ranking with a wrong statistic. Bounds come from the postings themselves
-    # (exact, so pruning is as tight as it can be, at the cost of one pass over each array).
-    whole_cells = scope.entities is None and scope.types is None and scope.keyed is None and scope.versions is None
-    for _, _, _, term, df, max_tf, min_length, blob, firsts, counts, widths, groups, digests, data, logged in rows:
-        blocks = _Blocks(firsts or (), counts or (), widths or (), groups or (), digests or (), data or b"")
-        seq_array, tf_array, length_array = _postings(blob, blocks, logged, held)
-        _remember(workspace_id, spec, term, blocks, held)
+    # Bounds come from the postings themselves (exact, so pruning is as tight as it can be, at
+    # the cost of one pass over each array).
+    for seq_array, tf_array, length_array in arrays:
         top_tf = float(tf_array.max()) if tf_array.size else 0.0
         shortest = float(length_array.min()) if length_array.size else 0.0
-        if whole_cells and (int(df or 0) != seq_array.size
-                            or seq_array.size and (top_tf > max_tf or shortest < min_length)):
-            raise LexicalIndexInconsistent(
-                "lexical_index_inconsistent", f"The lexical index of workspace {workspace_id} counts df {df} "
-                f"(max tf {max_tf}, min length {min_length}) for term {term!r} ({analyzer}) but holds "
-                f"{seq_array.size} postings in scope (max tf {top_tf:g}, min length {shortest:g}); run "
-                f"`python manage.py lexical_check --workspace {workspace_id}`.")
         df = int(seq_array.size)
         term_idf = idf(n, df) if n else 0.0
         bound = float(contribution(term_idf, top_tf, shortest, average)) if average > 0 and df else 0.0
@@ -129,52 +115,29 @@ def records_with_all_terms(*, workspace_id: int, analyzer: str, terms: tuple[str
 
 def _conjunctive_steps(workspace_id: int, spec: Analyzer, terms: tuple[str, ...], scope: IndexScope, walk: int,
                        before_seq: int | None, growth: int) -> Iterator[tuple[int, ...]]:
-    groups, group_params = _groups(workspace_id, scope)
-    with connection.cursor() as cursor:
-        cursor.execute(groups, group_params)
-        group_ids = [row[0] for row in cursor.fetchall()]
-        cursor.execute(f"SELECT term, sum(df) FROM {TERM_STATS} WHERE workspace_id = %s AND analyzer = %s "
-                       "AND term = ANY(%s) AND (collection, status) IN "
-                       f"(SELECT collection, status FROM {GROUP} WHERE id = ANY(%s::integer[])) GROUP BY term",
-                       [workspace_id, spec.code, list(terms), group_ids])
-        dfs = dict(cursor.fetchall())
-    if any(dfs.get(term, 0) == 0 for term in terms):  # counted over a superset of the scope
+    arrays = [seqs for seqs, _, _ in _in_scope(workspace_id, spec, terms, scope)[2]]
+    if any(not seqs.size for seqs in arrays):
         return
-    ordered = sorted(terms, key=lambda term: dfs[term])
-    # Each step is its own LIMITed statement over one key range, so it reads at most ``walk``
-    # rows whatever the planner thinks of the probes' selectivity (left to one statement, it
-    # misjudged them, joined every posting and sorted: ~100x slower). An entity's records (the
-    # record table's entity index) are fewer than a term's postings across the workspace, so
-    # they lead when the scope names entities.
-    if scope.entities is None:
-        lead = (f"SELECT p.seq, p.group_id FROM {POSTING} p WHERE p.workspace_id = %s AND p.analyzer = %s "
-                "AND p.term = %s")
-        lead_params, probed = [workspace_id, spec.code, ordered[0]], ordered[1:]
-        in_groups, in_group_params = "c.group_id = ANY(%s::integer[])", [group_ids]
-    else:
-        lead = (f"SELECT p.seq, NULL::integer AS group_id FROM {RECORD} p WHERE p.workspace_id = %s "
-                "AND p.entity = ANY(%s)")
-        lead_params, probed = [workspace_id, list(scope.entities)], ordered[1:]
-        in_groups = (f"EXISTS (SELECT 1 FROM {POSTING} g WHERE g.workspace_id = %s AND g.analyzer = %s "
-                     "AND g.term = %s AND g.seq = c.seq AND g.group_id = ANY(%s::integer[]))")
-        in_group_params = [workspace_id, spec.code, ordered[0], group_ids]
-    probes = "".join(
-        f" AND EXISTS (SELECT 1 FROM {POSTING} p{i} WHERE p{i}.workspace_id = %s AND p{i}.analyzer = %s "
-        f"AND p{i}.term = %s AND p{i}.seq = c.seq)" for i in range(len(probed)))
-    probe_params = [value for term in probed for value in (workspace_id, spec.code, term)]
-    while True:
-        below, below_params = (" AND p.seq < %s", [before_seq]) if before_seq is not None else ("", [])
+    if scope.entities is None:  # the rarest term's postings lead
+        arrays.sort(key=len)
+        lead, probed = np.sort(arrays[0])[::-1], arrays[1:]
+    else:  # an entity's records are fewer than a term's postings across the workspace
         with connection.cursor() as cursor:
-            cursor.execute(
-                f"WITH chunk AS MATERIALIZED ({lead}{below} ORDER BY p.seq DESC LIMIT %s) "
-                "SELECT (SELECT min(seq) FROM chunk), (SELECT count(*) FROM chunk), "
-                f"array(SELECT c.seq FROM chunk c WHERE {in_groups}{probes} ORDER BY c.seq DESC)",
-                [*lead_params, *below_params, walk, *in_group_params, *probe_params])
-            lowest, read, seqs = cursor.fetchone()
-        yield tuple(seqs)
-        if read < walk:
+            cursor.execute(f"SELECT seq FROM {RECORD} WHERE workspace_id = %s AND entity = ANY(%s) ORDER BY seq DESC",
+                           [workspace_id, list(scope.entities)])
+            lead, probed = np.fromiter((row[0] for row in cursor.fetchall()), np.int64), arrays
+    if before_seq is not None:
+        lead = lead[lead < before_seq]
+    holds = np.ones(lead.size, bool)
+    for seqs in probed:
+        holds &= np.isin(lead, seqs)
+    start = 0
+    while True:
+        step = slice(start, start + walk)
+        yield tuple(lead[step][holds[step]].tolist())
+        if lead[step].size < walk:
             return
-        before_seq, walk = lowest, walk * growth
+        start, walk = start + walk, walk * growth
 
 
 def source_totals(*, workspace_id: int, collection_ids: tuple[str, ...] | None) -> tuple[int, int]:
@@ -214,14 +177,7 @@ def _groups(workspace_id: int, scope: IndexScope) -> tuple[str, list]:
     if scope.keyed is not None:
         parts.append("g.keyed = %s")
         params.append(scope.keyed)
-    return f"SELECT g.id, g.collection, g.status FROM {GROUP} g WHERE {' AND '.join(parts)}", params
-
-
-def _entity_filter(workspace_id: int, scope: IndexScope, alias: str) -> tuple[str, list]:
-    if scope.entities is None:
-        return "", []
-    return (f" AND {alias}.seq IN (SELECT e.seq FROM {RECORD} e WHERE e.workspace_id = %s AND e.entity = ANY(%s))",
-            [workspace_id, list(scope.entities)])
+    return f"SELECT g.id FROM {GROUP} g WHERE {' AND '.join(parts)}", params
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,12 +206,17 @@ def _block_sources(blocks: _Blocks, held: dict[bytes, bytes]):
             offset += block_bytes(count, width)
 
 
-def _postings(rows: bytes | None, blocks: _Blocks, logged, held: dict[bytes, bytes]) -> tuple[np.ndarray, ...]:
+def _postings(rows: bytes | None, blocks: _Blocks, logged, members: np.ndarray | None,
+              held: dict[bytes, bytes]) -> tuple[np.ndarray, ...]:
     """One term's (seqs, tfs, lengths) in scope: its blocks (from ``held``, the data this
     process holds by digest, or else from the statement's) without the logged seqs, then its
-    posting rows (those above the watermark or logged), as ``compaction`` defines them. Decoded
-    straight into the output arrays."""
+    other rows: with ``members`` (a scope without entities) its pending rows, of which those
+    of the member seqs count, once each, as ``compaction`` defines them; without, the entity
+    scope's rows read from its records. Decoded straight into the output arrays."""
     table = np.frombuffer(rows or b"", dtype=ROW)
+    if members is not None and table.size:
+        table = table[np.isin(table["seq"], members)]
+        table = table[np.unique(table["seq"], return_index=True)[1]]  # a seq added twice since the compaction
     in_blocks = sum(blocks.counts)
     seqs, tfs, lengths = (np.empty(in_blocks + table.size, dtype) for dtype in (np.int64, np.float64, np.float64))
     at = 0
@@ -284,59 +245,74 @@ def _remember(workspace_id: int, analyzer: Analyzer, term: str, blocks: _Blocks,
         BLOCKS.keep((workspace_id, analyzer.code, term, group_id), current, fresh)
 
 
+def _in_scope(workspace_id: int, spec: Analyzer, terms: tuple[str, ...],
+              scope: IndexScope) -> tuple[int, float, list[tuple[np.ndarray, ...]]]:
+    """N, the average length and each term's (seqs, tfs, lengths) in ``scope``, from one
+    ``_read``; the blocks it received are remembered for the next."""
+    rows, held = _read(workspace_id, spec, terms, scope)
+    members = rows[0][-1]
+    members = None if members is None else np.frombuffer(members, ">i8")
+    arrays = []
+    for _, _, _, term, blob, firsts, counts, widths, groups, digests, data, logged, _ in rows if terms else ():
+        blocks = _Blocks(firsts or (), counts or (), widths or (), groups or (), digests or (), data or b"")
+        arrays.append(_postings(blob, blocks, logged, members, held))
+        _remember(workspace_id, spec, term, blocks, held)
+    return int(rows[0][0]), float(rows[0][2]), arrays
+
+
 def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...],
           scope: IndexScope) -> tuple[list[tuple], dict[bytes, bytes]]:
     """Per term in query order (one row with NULL term columns when no terms): N, total length,
-    average, term, maintained df, max tf, min length, postings above the watermark or logged,
-    the term's blocks in scope (first seqs, counts, widths, groups, digests, and the data of
-    those the process does not hold, one after another), the logged seqs. Postings are the
-    big-endian (seq, tf, length) rows of ``blocks.ROW``. Also returns the data the block cache
-    held for the terms, by digest (``block_cache``).
+    average, term, its other rows (below), the term's blocks in scope (first seqs, counts,
+    widths, groups, digests, and the data of those the process does not hold, one after
+    another), the logged seqs and the member seqs (big-endian int8s). The other rows are the
+    big-endian (seq, tf, length) rows of ``blocks.ROW``: a scope without entities reads its pending rows, which count
+    for the member seqs (the documents above the watermark or logged); an entity scope reads its
+    entities' documents and takes their terms from the records (watermark 0, no members: every
+    row counts). Also returns the data the block cache held for the terms, by digest
+    (``block_cache``).
 
-    A scope without entities reads the compacted blocks (``compaction``); an entity scope reads
-    only the rows of its entities' records (watermark 0). The scope's groups are read first (a
-    group, once created, never changes), then everything else in one statement, so statistics
-    and postings come from one snapshot (a cached block is content its digest names, whenever it
-    was read). The average is ``numeric`` division cast to float8, exactly as the oracle's
-    ``avg()``. Results come in binary (``binary_rows``)."""
+    The scope's groups are read first (a group, once created, never changes), then everything
+    else in one statement, so statistics and postings come from one snapshot (a cached block is
+    content its digest names, whenever it was read). The average is ``numeric`` division cast
+    to float8, exactly as the oracle's ``avg()``. Results come in binary (``binary_rows``)."""
     groups, group_params = _groups(workspace_id, scope)
     with connection.cursor() as cursor:
         cursor.execute(groups, group_params)
-        found = cursor.fetchall()
-    ids = [row[0] for row in found]
-    cells = sorted({(collection, status) for _, collection, status in found})
-    entity_sql, entity_params = _entity_filter(workspace_id, scope, "p")
+        ids = [row[0] for row in cursor.fetchall()]
     if scope.entities is None:
         stats = (f"SELECT coalesce(sum(s.docs), 0) AS n, coalesce(sum(s.total_length), 0) AS total "
                  f"FROM {GROUP_STATS} s WHERE s.analyzer = %s AND s.group_id = ANY(%s::integer[])")
         stats_params = [analyzer.code, ids]
-        term_stats = (f"SELECT t.term, sum(t.df) AS df, max(t.max_tf) AS max_tf, min(t.min_length) AS min_length "
-                      f"FROM {TERM_STATS} t WHERE t.workspace_id = %s AND t.analyzer = %s AND t.term = ANY(%s) "
-                      "AND (t.collection, t.status) IN (SELECT * FROM unnest(%s::text[], %s::text[])) GROUP BY t.term")
-        term_params = [workspace_id, analyzer.code, list(terms), [c for c, _ in cells], [s for _, s in cells]]
         watermark = f"SELECT coalesce(max(watermark), 0) FROM {COMPACTION} WHERE workspace_id = %s AND analyzer = %s"
         watermark_params = [workspace_id, analyzer.code]
+        rows = (f"SELECT p.term, string_agg(p.data, ''::bytea ORDER BY p.change_id) AS postings FROM {PENDING} p "
+                "WHERE p.workspace_id = %s AND p.analyzer = %s AND p.term = ANY(%s) AND p.group_id = ANY(%s::integer[]) "
+                "GROUP BY p.term")
+        rows_params = [workspace_id, analyzer.code, list(terms), ids]
+        members = (f"SELECT coalesce(string_agg(int8send(m.seq), ''::bytea), ''::bytea) FROM (SELECT d.seq FROM {DOCUMENT} d "
+                   "WHERE d.workspace_id = %s AND d.analyzer = %s AND d.seq > (SELECT watermark FROM w) UNION ALL "
+                   f"SELECT d.seq FROM {DOCUMENT} d WHERE d.workspace_id = %s AND d.analyzer = %s "
+                   "AND d.seq = ANY((SELECT seqs FROM lg)::bigint[])) m")
+        members_params = [workspace_id, analyzer.code] * 2
     else:
-        stats = (f"SELECT count(*) AS n, coalesce(sum(d.length), 0) AS total FROM {DOCUMENT} d "
-                 f"JOIN {RECORD} e ON e.seq = d.seq WHERE d.analyzer = %s AND d.group_id = ANY(%s::integer[]) "
-                 "AND e.workspace_id = %s AND e.entity = ANY(%s)")
-        stats_params = [analyzer.code, ids, workspace_id, list(scope.entities)]
-        term_stats = ("SELECT NULL::text AS term, NULL::bigint AS df, NULL::integer AS max_tf, "
-                      "NULL::integer AS min_length")
-        term_params = []
+        entity = ("FROM {DOCUMENT} d JOIN {RECORD} r ON r.seq = d.seq WHERE d.analyzer = %s "
+                  "AND d.group_id = ANY(%s::integer[]) AND r.workspace_id = %s AND r.entity = ANY(%s)").format(
+                      DOCUMENT=DOCUMENT, RECORD=RECORD)
+        entity_params = [analyzer.code, ids, workspace_id, list(scope.entities)]
+        stats = f"SELECT count(*) AS n, coalesce(sum(d.length), 0) AS total {entity}"
+        stats_params = entity_params
         watermark, watermark_params = "SELECT 0::bigint", []
-    row_filter = (f"FROM {POSTING} p WHERE p.workspace_id = %s AND p.analyzer = %s AND p.term = ANY(%s) "
-                  f"AND p.group_id = ANY(%s::integer[]){entity_sql}")
-    row_params = [workspace_id, analyzer.code, list(terms), ids, *entity_params]
+        rows = (f"SELECT t.term, {packed_rows('x')} AS postings FROM (SELECT d.seq, d.length, r.bm25_tf, "
+                f"r.search_vector {entity}) r CROSS JOIN {analyzer.terms_sql} "
+                "CROSS JOIN LATERAL (SELECT r.seq, t.tf, r.length) x WHERE t.term = ANY(%s) GROUP BY t.term")
+        rows_params = [*entity_params, list(terms)]
+        members, members_params = "SELECT NULL::bytea", []
     sql = (
-        f"WITH st AS ({stats}), ts AS ({term_stats}), w AS MATERIALIZED (SELECT ({watermark}) AS watermark), "
+        f"WITH st AS ({stats}), w AS MATERIALIZED (SELECT ({watermark}) AS watermark), "
         f"lg AS MATERIALIZED (SELECT coalesce(array_agg(DISTINCT c.seq), '{{}}') AS seqs FROM {CHANGE} c "
         "WHERE c.workspace_id = %s AND c.analyzer = %s AND c.seq <= (SELECT watermark FROM w)), "
-        f"po AS (SELECT u.term, {packed_rows('u')} AS postings FROM "
-        f"(SELECT p.term, p.seq, p.tf, p.length {row_filter} AND p.seq > (SELECT watermark FROM w) "
-        f"UNION ALL SELECT p.term, p.seq, p.tf, p.length {row_filter} "
-        "AND p.seq = ANY((SELECT seqs FROM lg)::bigint[])) u "
-        "GROUP BY u.term), "
+        f"mb AS (SELECT ({members}) AS seqs), po AS ({rows}), "
         "bl AS (SELECT b.term, array_agg(b.first_seq ORDER BY b.first_seq) AS firsts, "
         "array_agg(b.postings ORDER BY b.first_seq) AS counts, array_agg(b.width ORDER BY b.first_seq) AS widths, "
         "array_agg(b.group_id ORDER BY b.first_seq) AS groups, array_agg(b.digest ORDER BY b.first_seq) AS digests, "
@@ -345,14 +321,14 @@ def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...],
         "AND b.analyzer = %s AND b.term = ANY(%s) AND b.group_id = ANY(%s::integer[]) "
         "AND (SELECT watermark FROM w) > 0 GROUP BY b.term) "
         "SELECT st.n, st.total, CASE WHEN st.n > 0 THEN (st.total::numeric / st.n::numeric)::float8 ELSE 0 END, "
-        "q.term, ts.df, ts.max_tf, ts.min_length, po.postings, bl.firsts, bl.counts, bl.widths, bl.groups, "
-        "bl.digests, bl.data, lg.seqs, q.i "
-        "FROM st CROSS JOIN lg LEFT JOIN unnest(%s::text[]) WITH ORDINALITY q(term, i) ON true "
-        "LEFT JOIN ts ON ts.term = q.term LEFT JOIN po ON po.term = q.term LEFT JOIN bl ON bl.term = q.term")
+        "q.term, po.postings, bl.firsts, bl.counts, bl.widths, bl.groups, bl.digests, bl.data, lg.seqs, "
+        "mb.seqs, q.i "
+        "FROM st CROSS JOIN lg CROSS JOIN mb LEFT JOIN unnest(%s::text[]) WITH ORDINALITY q(term, i) ON true "
+        "LEFT JOIN po ON po.term = q.term LEFT JOIN bl ON bl.term = q.term")
     held = {} if scope.entities is not None else BLOCKS.held(
         [(workspace_id, analyzer.code, term, group_id) for term in terms for group_id in ids])
-    params = [*stats_params, *term_params, *watermark_params, workspace_id, analyzer.code, *row_params,
-              *row_params, list(held), workspace_id, analyzer.code, list(terms), ids, list(terms)]
+    params = [*stats_params, *watermark_params, workspace_id, analyzer.code, *members_params, *rows_params,
+              list(held), workspace_id, analyzer.code, list(terms), ids, list(terms)]
     # In query order here, not by the statement: sorting would copy every term's blocks.
     return [row[:-1] for row in sorted(binary_rows(sql, params), key=lambda row: row[-1] or 0)], held
 

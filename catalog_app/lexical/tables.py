@@ -2,14 +2,13 @@
 its group ``g``."""
 from .models import (
     LexicalBackfill, LexicalBlock, LexicalChange, LexicalCompaction, LexicalDocument, LexicalGroup,
-    LexicalGroupStats, LexicalPosting, LexicalSourceTotals, LexicalTermStats,
+    LexicalGroupStats, LexicalPending, LexicalSourceTotals,
 )
 
 GROUP = LexicalGroup._meta.db_table
 GROUP_STATS = LexicalGroupStats._meta.db_table
-TERM_STATS = LexicalTermStats._meta.db_table
 DOCUMENT = LexicalDocument._meta.db_table
-POSTING = LexicalPosting._meta.db_table
+PENDING = LexicalPending._meta.db_table
 SOURCE_TOTALS = LexicalSourceTotals._meta.db_table
 BACKFILL = LexicalBackfill._meta.db_table
 BLOCK = LexicalBlock._meta.db_table

@@ -9,7 +9,7 @@ from django.db import connection
 from catalog_app.lexical.backfill import lexical_backfill, lexical_backfill_remaining
 from catalog_app.lexical.check import lexical_check
 from catalog_app.lexical.query import IndexScope, index_top_k, source_totals
-from catalog_app.lexical.tables import DOCUMENT, GROUP, GROUP_STATS, POSTING, SOURCE_TOTALS, TERM_STATS
+from catalog_app.lexical.tables import CHANGE, DOCUMENT, GROUP, GROUP_STATS, PENDING, SOURCE_TOTALS
 from tests.catalog_app.lexical_support import load_lexical_catalog, maintain_both_analyzers, write
 
 
@@ -40,7 +40,7 @@ def snapshot(ws):
 
 def forget_index(ws):
     """The state of a workspace written before the index existed."""
-    for table in (POSTING, TERM_STATS, DOCUMENT, SOURCE_TOTALS):
+    for table in (PENDING, CHANGE, DOCUMENT, SOURCE_TOTALS):
         sql(f"DELETE FROM {table} WHERE workspace_id = %s", [ws.pk])
     sql(f"DELETE FROM {GROUP_STATS} WHERE group_id IN (SELECT id FROM {GROUP} WHERE workspace_id = %s)", [ws.pk])
 
@@ -52,13 +52,13 @@ def test_check_passes_on_a_maintained_index(ws):
 
 
 @pytest.mark.parametrize("inject,expected", [
-    (f"DELETE FROM {POSTING} WHERE workspace_id = %s AND analyzer = 1 AND term = 'gamma' "
-     f"AND seq = (SELECT min(seq) FROM {POSTING} WHERE workspace_id = %s AND term = 'gamma')",
-     "bm25_v1: posting 'gamma' of seq"),
-    (f"UPDATE {TERM_STATS} SET df = df + 1 WHERE workspace_id = %s AND analyzer = 1 AND term = 'alpha' "
-     "AND %s IS NOT NULL", "bm25_v1: term 'alpha' in notes/active"),
-    (f"UPDATE {TERM_STATS} SET max_tf = 0 WHERE workspace_id = %s AND analyzer = 2 AND %s IS NOT NULL",
-     "english: term"),
+    (f"DELETE FROM {PENDING} WHERE workspace_id = %s AND analyzer = 1 AND term = 'gamma' AND %s IS NOT NULL",
+     "bm25_v1: pending postings of term 'gamma' in group"),
+    # the first posting's tf (bytes 9-12 of a big-endian (seq, tf, length) row) becomes 9
+    (f"UPDATE {PENDING} SET data = overlay(data PLACING int4send(9) FROM 9) WHERE workspace_id = %s "
+     "AND analyzer = 1 AND term = 'alpha' AND %s IS NOT NULL", "holds tf 9 length"),
+    (f"DELETE FROM {PENDING} WHERE workspace_id = %s AND analyzer = 2 AND %s IS NOT NULL",
+     "english: pending postings of term"),
     (f"DELETE FROM {DOCUMENT} WHERE workspace_id = %s AND analyzer = 1 "
      f"AND seq = (SELECT max(seq) FROM {DOCUMENT} WHERE workspace_id = %s)", "is visible but not indexed"),
     (f"UPDATE {SOURCE_TOTALS} SET bytes = bytes + 1 WHERE workspace_id = %s AND %s IS NOT NULL",
@@ -108,7 +108,7 @@ def test_an_interrupted_backfill_continues_where_it_stopped_and_repeats_idempote
 
 def test_a_restarted_backfill_repairs_what_a_reconcile_does_not_see(ws):
     before = snapshot(ws)
-    sql(f"DELETE FROM {POSTING} WHERE workspace_id = %s AND term = 'gamma'", [ws.pk])
+    sql(f"DELETE FROM {PENDING} WHERE workspace_id = %s AND term = 'gamma'", [ws.pk])
     assert lexical_check(workspace_id=ws.pk)
     call_command("lexical_backfill", "--workspace", str(ws.pk), "--restart", stdout=StringIO(), stderr=StringIO())
     assert lexical_check(workspace_id=ws.pk) == []

@@ -8,8 +8,7 @@ from django.core.management import call_command
 from django.db import connection
 from rest_framework.test import APIClient
 
-from catalog_app.lexical.models import LexicalPosting
-from catalog_app.lexical.tables import SOURCE_TOTALS
+from catalog_app.lexical.tables import GROUP, GROUP_STATS, PENDING, SOURCE_TOTALS
 from catalog_app.models import Record
 
 from .lexical_factories import body, lexical, load_lexical_catalog, note, write
@@ -161,20 +160,31 @@ def test_a_scanned_hit_whose_stored_terms_disagree_with_its_text_fails_with_500(
     _fails_for(api, scanned, record_id)
 
 
+def _rewrite_latest_pending(ws, term: str, byte: int, value: int) -> None:
+    """Overwrite the int4 at ``byte`` (1-based) of the newest write's ``bm25_v1`` pending row of ``term``:
+    9 is the first posting's tf, 13 its length (big-endian (seq, tf, length) rows)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"UPDATE {PENDING} SET data = overlay(data PLACING int4send(%s) FROM %s) "
+                       f"WHERE workspace_id = %s AND analyzer = 1 AND term = %s AND change_id = (SELECT max(change_id) "
+                       f"FROM {PENDING} WHERE workspace_id = %s AND analyzer = 1 AND term = %s)",
+                       [value, byte, ws.pk, term, ws.pk, term])
+        assert cursor.rowcount >= 1
+
+
 def test_an_indexed_hit_whose_posting_disagrees_with_its_record_fails_with_500(api, ws):
     (record_id,) = write(ws, [note("alpha gamma")])
     assert len(lexical(api, _query())["page"]["hits"]) == 2
-    seq = Record.objects.get(pk=record_id).seq
     # A longer length than the record's keeps every pruning bound valid, so only the recheck
     # against the record's text can see it.
-    LexicalPosting.objects.filter(workspace_id=ws.pk, term="alpha", seq=seq).update(length=9)
+    _rewrite_latest_pending(ws, "alpha", 13, 9)
     _fails_for(api, _query(), record_id)
 
 
-def test_a_posting_the_index_itself_finds_inconsistent_fails_with_500(api, ws):
-    (record_id,) = write(ws, [note("alpha gamma")])
-    seq = Record.objects.get(pk=record_id).seq
-    LexicalPosting.objects.filter(workspace_id=ws.pk, term="alpha", seq=seq).update(tf=7)
+def test_a_statistic_the_index_itself_finds_inconsistent_fails_with_500(api, ws):
+    write(ws, [note("alpha gamma")])
+    with connection.cursor() as cursor:  # the group statistics count fewer records than match
+        cursor.execute(f"UPDATE {GROUP_STATS} SET docs = 1 WHERE group_id IN "
+                       f"(SELECT id FROM {GROUP} WHERE workspace_id = %s)", [ws.pk])
     response = api.post("/search/lexical", _query(), format="json")
     assert (response.status_code, response.json()["error"]) == (500, "lexical_index_inconsistent")
 

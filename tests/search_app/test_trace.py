@@ -6,7 +6,7 @@ import threading
 import pytest
 
 from catalog_app import embedding as embedding_module
-from catalog_app.lexical.tables import POSTING as LEXICAL_POSTINGS
+from catalog_app.lexical.tables import DOCUMENT as LEXICAL_DOCUMENTS
 from search_app.engine.trace import NO_TRACE, SEARCH_STAGES
 from search_app.services import search_run
 from tests.search_app.graph_factories import article, load_graph_catalog, write
@@ -61,7 +61,7 @@ def test_a_fused_search_reports_each_sources_stages_and_text_sql_then_fuses(work
         assert any("to_tsvector('english', %s)" in sql for sql in statements)
         # A typed filter keeps the exact scan; the plain source reads the lexical index.
         scans = [sql for sql in statements if "WITH d AS MATERIALIZED" in sql]
-        reads_index = any(LEXICAL_POSTINGS in sql for sql in statements)
+        reads_index = any(LEXICAL_DOCUMENTS in sql for sql in statements)
         assert (bool(scans), reads_index) == ((True, False) if source == "billing" else (False, True))
     assert fuse["exit"] < trace.one("finalize")["enter"]
     assert not trace.named("query vector")  # text sources embed nothing

@@ -12,7 +12,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--workspace", type=int, required=True, help="workspace id")
-        parser.add_argument("--full", action="store_true", help="rebuild every block from the posting rows")
+        parser.add_argument("--full", action="store_true", help="rebuild every block from the records")
 
     def handle(self, *args, workspace, full, **options):
         if not Workspace.objects.filter(pk=workspace).exists():
