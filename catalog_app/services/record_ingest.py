@@ -93,10 +93,18 @@ def record_ingest_batch(*, workspace: Workspace, items) -> IngestResult:
 
 
 def _lock(workspace: Workspace, prepared: list[PreparedRecord]) -> None:
+    """Take the shared workspace lock, then the lock of every keyed entity in Python's sorted
+    order, so two batches sharing entities take them in the same order and never deadlock.
+    The entity locks are one statement: the subquery's ``ORDER BY n`` hands the aggregate the
+    entities in array order (PostgreSQL does not flatten a subquery that has an ORDER BY), and
+    the array order is Python's, whatever the database collation."""
+    entities = sorted({record.entity for record in prepared if record.key is not None})
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", [_LOCK_NAMESPACE, workspace.pk])
-        for entity in sorted({record.entity for record in prepared if record.key is not None}):
-            cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, %s))", [entity, workspace.pk])
+        if entities:
+            cursor.execute("SELECT count(pg_advisory_xact_lock(hashtextextended(s.entity, %s))) FROM "
+                           "(SELECT l.entity FROM unnest(%s::text[]) WITH ORDINALITY AS l(entity, n) ORDER BY l.n) s",
+                           [workspace.pk, entities])
 
 
 def _depths(workspace: Workspace, prepared: list[PreparedRecord]) -> list[int]:

@@ -1,5 +1,6 @@
 """``record_ingest`` below the API: the batch insert stores exactly what preparation produced,
-whatever mix of NULL and set values a batch holds, and keeps the insert-time dedupe race."""
+whatever mix of NULL and set values a batch holds, keeps the insert-time dedupe race, and
+takes the lock of every keyed entity."""
 from datetime import datetime, timezone
 
 from django.db import connection
@@ -89,3 +90,36 @@ def test_a_dedupe_key_committed_after_the_check_is_a_duplicate_at_insert(catalog
     assert [outcome.index for outcome in result.inserted] == [0]
     assert result.duplicates == (record_ingest.IngestOutcome(1, first.id, first.ready),)
     assert Record.objects.filter(dedupe_key="k").count() == 1
+
+
+def _held_advisory_locks() -> set[tuple[int, int, int]]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT classid::bigint, objid::bigint, objsubid FROM pg_locks WHERE locktype = 'advisory' "
+                       "AND pid = pg_backend_pid() AND granted")
+        return set(cursor.fetchall())
+
+
+def _entity_lock(entity: str, workspace_id: int) -> tuple[int, int, int]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT hashtextextended(%s, %s)", [entity, workspace_id])
+        key = cursor.fetchone()[0] % 2**64  # pg_locks shows a bigint key as two unsigned halves
+    return key >> 32, key & 0xFFFFFFFF, 1
+
+
+def test_every_keyed_entity_is_locked_before_the_write(catalog, monkeypatch):
+    held = []
+    real = record_ingest.lexical_records_changed
+
+    def recording(**kwargs):
+        held.append(_held_advisory_locks())
+        return real(**kwargs)
+
+    monkeypatch.setattr(record_ingest, "lexical_records_changed", recording)
+    keyed = ["contact.Zoë", "contact.ada", "Contact.Bo", "contact.ada", "contact._x"]
+    items = [{"entity": entity, "type": "fact", "key": f"k{n}", "text": "x"} for n, entity in enumerate(keyed)]
+    items.append({"entity": "contact.events-only", "type": "event", "text": "no key, no lock"})
+    record_ingest_batch(workspace=catalog, items=items)
+    expected = {_entity_lock(entity, catalog.pk) for entity in set(keyed)}
+    expected.add((record_ingest._LOCK_NAMESPACE, catalog.pk, 2))  # the shared workspace lock
+    assert held == [expected]
+    assert _entity_lock("contact.events-only", catalog.pk) not in held[0]
