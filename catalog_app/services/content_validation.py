@@ -73,14 +73,21 @@ def _type_problem(value, declared: str) -> str | None:
     return None if matches else f"expected {'an' if declared == 'integer' else 'a'} {declared}, got {type_name(value)}"
 
 
+def schema_validator(schema) -> jsonschema.Draft202012Validator:
+    """The validator of the JSON Schema mapping ``schema`` (a ``MappingProxyType`` of a compiled
+    catalog or a dict), shared by every equal schema. Compiling one is slow next to validating
+    one value, so a caller that validates many values keeps the validator it gets here."""
+    return _validator(json.dumps(dict(schema), sort_keys=True))
+
+
 @functools.lru_cache(maxsize=256)
 def _validator(schema_json: str) -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(json.loads(schema_json), format_checker=_FORMATS)
 
 
-def first_schema_error(schema, value) -> tuple[str, str] | None:
-    """Return ``(dotted path inside value, message)`` of the first violation, or None."""
-    validator = _validator(json.dumps(schema, sort_keys=True))
+def first_schema_error(validator: jsonschema.Draft202012Validator, value) -> tuple[str, str] | None:
+    """Return ``(dotted path inside value, message)`` of the first violation of the schema of
+    ``validator`` (from ``schema_validator``), or None."""
     error = next(iter(sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))), None)
     if error is None:
         return None

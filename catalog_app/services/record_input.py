@@ -17,6 +17,8 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from jsonschema import Draft202012Validator
+
 from memseek_site.conf import memseek_setting
 from memseek_site.parsing import (PUBLIC_NAME, fail, parse_bool, parse_datetime, parse_list, parse_object,
                                   parse_string, parse_uuid, type_name)
@@ -24,8 +26,9 @@ from memseek_site.parsing import (PUBLIC_NAME, fail, parse_bool, parse_datetime,
 from ..bm25_terms import term_frequencies
 from ..catalog.collections import PLACEHOLDER, Collection
 from ..catalog.hashing import canonical_json
+from ..catalog.processors import Processor
 from ..catalog.registry import Catalog
-from .content_validation import first_field_type_error, first_schema_error
+from .content_validation import first_field_type_error, first_schema_error, schema_validator
 
 RESERVED_TYPES = ("run", "erasure")
 _FIELDS = {"entity", "collection", "collection_version", "type", "key", "text", "content", "status", "dedupe_key",
@@ -60,6 +63,29 @@ class PreparedRecord:
     bm25_length: int
 
 
+@dataclass(frozen=True, slots=True)
+class _CollectionRules:
+    """What an item of one collection version is checked and classified with, beyond the
+    collection itself; a pure function of the catalog, derived once per catalog revision."""
+
+    processors: tuple[Processor, ...]  # the collection's required and optional processors
+    ready_at_insert: bool  # every required processor is a client one (an item that is no tombstone)
+    content_validator: Draft202012Validator  # of the collection's JSON Schema
+    output_validators: dict[str, Draft202012Validator]  # client json processor -> its output schema
+
+
+def _rules(catalog: Catalog, collection: Collection) -> _CollectionRules:
+    def build() -> _CollectionRules:
+        processors = tuple(catalog.value("processor", name) for name in collection.processors)
+        required = [catalog.value("processor", name) for name in collection.required_processors]
+        outputs = {p.name: schema_validator(p.output_schema) for p in processors
+                   if p.source == "client" and p.kind == "json"}
+        return _CollectionRules(processors, all(p.source == "client" for p in required),
+                                schema_validator(collection.schema), outputs)
+
+    return catalog.derived(("record_input.rules", collection.name, collection.version), build)
+
+
 def prepare_record(raw, catalog: Catalog, processor_hashes: dict[str, str], now: datetime) -> PreparedRecord:
     """Validate one item against ``catalog``; raises ``ApiError`` with an item-relative path."""
     item = parse_object(raw, "", allowed=_FIELDS, required=("entity", "type"))
@@ -90,16 +116,15 @@ def prepare_record(raw, catalog: Catalog, processor_hashes: dict[str, str], now:
     if "tombstone" in content:
         raise fail("content.tombstone", "content.tombstone is reserved; send tombstone: true instead",
                    "reserved_content")
+    rules = _rules(catalog, collection)
     if tombstone:
         text, content = _tombstone(item, key, derived_from)
     else:
-        text, content = _text_and_content(item, content, collection)
-    scores, annotations, meta = _client_outputs(item, collection, record_type, catalog, processor_hashes, now,
+        text, content = _text_and_content(item, content, collection, rules)
+    scores, annotations, meta = _client_outputs(item, collection, rules, record_type, processor_hashes, now,
                                                 tombstone=tombstone)
-    required = [catalog.value("processor", name) for name in collection.required_processors]
-    pending = any(p.source != "client" for name in collection.processors
-                  if (p := catalog.value("processor", name)).applies_to(record_type)) and not tombstone
-    ready = tombstone or all(p.source == "client" for p in required)
+    pending = any(p.source != "client" for p in rules.processors if p.applies_to(record_type)) and not tombstone
+    ready = tombstone or rules.ready_at_insert
     prepared = dict(entity=entity, collection=collection.name, collection_version=collection.version,
                     collection_hash=collection.contract_hash, type=record_type, key=key, status=status, text=text,
                     content=content, scores=scores, annotations=annotations, annotation_meta=meta,
@@ -164,7 +189,8 @@ def _tombstone(item: dict, key: str | None, parents: tuple) -> tuple[str, dict]:
     return "", {"text": "", "tombstone": True}
 
 
-def _text_and_content(item: dict, content: dict, collection: Collection) -> tuple[str, dict]:
+def _text_and_content(item: dict, content: dict, collection: Collection,
+                      rules: _CollectionRules) -> tuple[str, dict]:
     text = item.get("text")
     if text is not None:
         parse_string(text, "text", allow_blank=True)
@@ -183,7 +209,7 @@ def _text_and_content(item: dict, content: dict, collection: Collection) -> tupl
     problem = first_field_type_error(collection.fields.values(), content)
     if problem is not None:
         raise fail(f"content.{problem[0]}", problem[1], "field_type")
-    problem = first_schema_error(dict(collection.schema), content)
+    problem = first_schema_error(rules.content_validator, content)
     if problem is not None:
         inner, message = problem
         path = f"content.{inner}" if inner else "content"
@@ -202,10 +228,9 @@ def _project(template: str, content: dict) -> str:
     return PLACEHOLDER.sub(value, template)
 
 
-def _client_outputs(item: dict, collection: Collection, record_type: str, catalog: Catalog,
+def _client_outputs(item: dict, collection: Collection, rules: _CollectionRules, record_type: str,
                     processor_hashes: dict[str, str], now: datetime, *, tombstone: bool) -> tuple[dict, dict, dict]:
-    client = {name: p for name in collection.processors
-              if (p := catalog.value("processor", name)).source == "client" and p.applies_to(record_type)}
+    client = {p.name: p for p in rules.processors if p.source == "client" and p.applies_to(record_type)}
     raw_scores = item.get("scores", {})
     raw_annotations = item.get("annotations", {})
     for label, raw in (("scores", raw_scores), ("annotations", raw_annotations)):
@@ -228,7 +253,7 @@ def _client_outputs(item: dict, collection: Collection, record_type: str, catalo
                        "client_output")
         if len(canonical_json(value).encode("utf-8")) > memseek_setting("MAX_ANNOTATION_BYTES"):
             raise fail(f"annotations.{name}", "exceeds MAX_ANNOTATION_BYTES", "annotation_too_large")
-        problem = first_schema_error(dict(processor.output_schema), value)
+        problem = first_schema_error(rules.output_validators[name], value)
         if problem is not None:
             inner, message = problem
             raise fail(f"annotations.{name}" + (f".{inner}" if inner else ""), message, "client_output")

@@ -93,3 +93,17 @@ def test_a_tombstone_needs_no_required_client_output_and_is_ready_at_once(api, m
     record = Record.objects.get(pk=response.json()["inserted"][0]["id"])
     assert record.content == {"text": "", "tombstone": True} and record.enriched_at is not None
     assert record.scores == {} and record.annotations == {}
+
+
+def test_a_new_collection_version_brings_its_own_schema_and_a_pinned_one_keeps_its_own(api, meetings, tmp_path):
+    assert post(api, meeting()).status_code == 200
+    directory = tmp_path / "catalog"
+    v1 = textwrap.dedent(MEETINGS["collections/meetings.yaml"])
+    v2 = v1.split("collections:\n", 1)[1].replace("version: 1", "version: 2").replace(
+        "title: {type: string}", "title: {type: string, maxLength: 3}")
+    (directory / "collections/meetings.yaml").write_text(v1.replace("active: true", "active: false") + v2)
+    catalog_load(workspace=meetings, directory=directory)
+    response = post(api, meeting())
+    assert response.status_code == 422
+    assert (response.json()["error"], response.json()["path"]) == ("content_schema", "records[0].content.title")
+    assert post(api, meeting(collection_version=1)).status_code == 200
