@@ -20,6 +20,7 @@ import numpy as np
 BLOCK_POSTINGS = 8192  # the most postings a block holds
 SMALL_BLOCK = BLOCK_POSTINGS // 4  # a last block smaller than this takes new postings in; a bigger one is left whole
 _WIDTHS = {1: np.dtype("<u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4")}
+_WIDEST = {size: int(np.iinfo(dtype).max) for size, dtype in _WIDTHS.items()}
 _OFFSET = np.dtype("<u4")
 _MAX_OFFSET = 2 ** 32 - 1
 ROW = np.dtype([("seq", ">i8"), ("tf", ">i4"), ("length", ">i4")])
@@ -44,7 +45,7 @@ def encode(seqs: np.ndarray, tfs: np.ndarray, lengths: np.ndarray) -> Block:
     """One block of ascending ``seqs`` (at most ``BLOCK_POSTINGS``, spanning less than 2**32)."""
     first = int(seqs[0])
     largest = int(max(tfs.max(), lengths.max()))
-    width = next(size for size, dtype in _WIDTHS.items() if largest <= np.iinfo(dtype).max)
+    width = next(size for size, top in _WIDEST.items() if largest <= top)
     dtype = _WIDTHS[width]
     data = (np.asarray(seqs - first, _OFFSET).tobytes() + np.asarray(tfs, dtype).tobytes()
             + np.asarray(lengths, dtype).tobytes())

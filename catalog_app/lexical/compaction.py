@@ -23,9 +23,10 @@ the blocks *and* still logged, which only makes queries read it from its pending
 compaction of a workspace runs at a time (a transaction-level advisory lock; a second one
 returns at once).
 
-Two modes. *Full* (the first compaction of a workspace, ``full=True``, and after a backfill):
-every block is dropped and rebuilt from the truth for every seq <= W, W being the workspace's
-highest record seq. *Incremental*: only the blocks of the (term, group) pairs the logged records
+Two modes. *Full* (``full=True``: after a backfill, or asked for): every block is dropped and
+rebuilt from the truth for every seq <= W, W being the workspace's highest record seq.
+*Incremental* (also a workspace's first compaction: with no blocks and every change since its
+first write logged, the pending rows hold all its postings): only the blocks of the (term, group) pairs the logged records
 hold are rebuilt, each over its own seq range (the range up to the next block's first seq):
 the postings of the blocks it replaces without the logged seqs, plus the logged seqs'
 postings where they are documents now. A pair's newer postings start a block of their own after
@@ -90,7 +91,6 @@ def _compact(cursor, workspace_id: int, analyzer: Analyzer, full: bool) -> Compa
     key = [workspace_id, analyzer.code]
     cursor.execute(f"SELECT watermark FROM {COMPACTION} WHERE workspace_id = %s AND analyzer = %s", key)
     found = cursor.fetchone()
-    full = full or found is None
     cursor.execute(f"SELECT id, seq FROM {CHANGE} WHERE workspace_id = %s AND analyzer = %s", key)
     log = cursor.fetchall()
     ids = [change_id for change_id, _ in log]
@@ -104,7 +104,7 @@ def _compact(cursor, workspace_id: int, analyzer: Analyzer, full: bool) -> Compa
         watermark = int(cursor.fetchone()[0])
         written, dropped = _full(cursor, workspace_id, analyzer, watermark)
     else:
-        watermark = max([int(found[0]), *(seq for _, seq in log)])
+        watermark = max([int(found[0]) if found else 0, *(seq for _, seq in log)])
         written, dropped = _incremental(cursor, workspace_id, analyzer, watermark, sorted({seq for _, seq in log}),
                                         added)
     cursor.execute(f"INSERT INTO {COMPACTION} (workspace_id, analyzer, watermark, compacted_at) "
@@ -144,24 +144,7 @@ def _incremental(cursor, workspace_id: int, analyzer: Analyzer, watermark: int, 
     by pair, the pending rows of the writes folded in (what they added)."""
     if not changed:
         return 0, 0
-    cursor.execute(f"SELECT seq FROM {DOCUMENT} WHERE analyzer = %s AND seq = ANY(%s::bigint[])",
-                   [analyzer.code, changed])
-    documents = np.fromiter((row[0] for row in cursor.fetchall()), np.int64)
-    # A changed seq that is no document now was removed: its record's terms and group (records
-    # never change) name the pairs it leaves. Every other change added the postings its pending
-    # rows hold, so the pairs it touches are theirs; of those postings, the documents' count.
-    gone = sorted(set(changed) - set(documents.tolist()))
-    cursor.execute(
-        f"SELECT t.term COLLATE \"C\", g.id, array_agg(r.seq) FROM {RECORD} r JOIN {GROUP} g ON {group_of('r', 'g')} "
-        f"CROSS JOIN {analyzer.terms_sql} WHERE r.seq = ANY(%s::bigint[]) GROUP BY 1, 2", [gone])
-    left = {(term, group_id): np.asarray(seqs, np.int64) for term, group_id, seqs in cursor.fetchall()}
-    touched = {}
-    for pair in added.keys() | left.keys():
-        table = np.frombuffer(b"".join(added.get(pair, ())), ROW)
-        current = table[np.isin(table["seq"], documents)]
-        current = current[np.unique(current["seq"], return_index=True)[1]]  # a seq added twice, once
-        touched[pair] = (np.concatenate([table["seq"].astype(np.int64), left.get(pair, np.empty(0, np.int64))]),
-                         current)
+    touched = _touched(cursor, analyzer, changed, added)
     if not touched:
         return 0, 0
     pairs = sorted(touched)
@@ -179,22 +162,65 @@ def _incremental(cursor, workspace_id: int, analyzer: Analyzer, watermark: int, 
     replaced = _drop(cursor, workspace_id, analyzer, [(t, g, first) for t, g, _, _, firsts in ranges for first in firsts])
     blocks = []
     for term, group_id, lo, hi, firsts in ranges:
-        seqs, current = touched[term, group_id]
+        seqs, now = touched[term, group_id]
         lowest = int(seqs.min())
+        if not (lo <= lowest and hi > watermark):  # else every posting of ``now`` lies in the range
+            inside = (now[0] >= lo) & (now[0] < hi)
+            now = tuple(column[inside] for column in now)
         kept = []
         for first in firsts:  # the replaced blocks without the changed seqs
-            part_seqs, part_tfs, part_lengths = replaced[term, group_id, first]
-            if part_seqs[-1] >= lowest:  # else only appended to (the common case): nothing to drop
-                keep = ~np.isin(part_seqs, seqs)
-                part_seqs, part_tfs, part_lengths = part_seqs[keep], part_tfs[keep], part_lengths[keep]
-            kept.append((part_seqs, part_tfs, part_lengths))
-        now = current if lo <= lowest and hi > watermark else current[(current["seq"] >= lo) & (current["seq"] < hi)]
-        kept.append((now["seq"].astype(np.int64), now["tf"].astype(np.float64), now["length"].astype(np.float64)))
-        merged_seqs, merged_tfs, merged_lengths = (np.concatenate(column) for column in zip(*kept))
-        order = np.argsort(merged_seqs, kind="stable")
-        blocks += [(term, group_id, block)
-                   for block in split(merged_seqs[order], merged_tfs[order], merged_lengths[order])]
+            part = replaced[term, group_id, first]
+            if part[0][-1] >= lowest:  # else only appended to (the common case): nothing to drop
+                keep = ~np.isin(part[0], seqs)
+                part = tuple(column[keep] for column in part)
+            kept.append(part)
+        if kept:
+            merged = [np.concatenate(column) for column in zip(*kept, now)]
+            order = np.argsort(merged[0], kind="stable")
+            now = tuple(column[order] for column in merged)
+        blocks += [(term, group_id, block) for block in split(*now)]
     return _insert(cursor, workspace_id, analyzer, blocks), len(replaced)
+
+
+def _touched(cursor, analyzer: Analyzer, changed: list[int],
+             added: dict[tuple[str, int], list[bytes]]) -> dict[tuple[str, int], tuple]:
+    """Per (term, group) the ``changed`` seqs touch: those seqs, and the postings to hold for
+    them (seqs ascending, tfs, lengths), each seq once.
+
+    A changed seq that is no document now was removed: its record's terms and group (records
+    never change) name the pairs it leaves. Every other change added the postings its pending
+    rows hold (``added``), so the pairs it touches are theirs; of those postings, the documents'
+    count."""
+    cursor.execute(f"SELECT seq FROM {DOCUMENT} WHERE analyzer = %s AND seq = ANY(%s::bigint[])",
+                   [analyzer.code, changed])
+    documents = np.fromiter((row[0] for row in cursor.fetchall()), np.int64)
+    gone = sorted(set(changed) - set(documents.tolist()))
+    cursor.execute(
+        f"SELECT t.term COLLATE \"C\", g.id, array_agg(r.seq) FROM {RECORD} r JOIN {GROUP} g ON {group_of('r', 'g')} "
+        f"CROSS JOIN {analyzer.terms_sql} WHERE r.seq = ANY(%s::bigint[]) GROUP BY 1, 2", [gone])
+    left = {(term, group_id): np.asarray(seqs, np.int64) for term, group_id, seqs in cursor.fetchall()}
+    pairs = sorted(added.keys() | left.keys())
+    # Every pending posting at once, ordered by (pair, seq): one membership test and one pass for
+    # the repeats instead of a few small numpy calls per pair.
+    tables = [np.frombuffer(b"".join(added.get(pair, ())), ROW) for pair in pairs]
+    owner = np.repeat(np.arange(len(pairs)), [table.size for table in tables])
+    postings = np.concatenate(tables) if tables else np.empty(0, ROW)
+    seqs = postings["seq"].astype(np.int64)
+    order = np.lexsort((seqs, owner))
+    owner, seqs, postings = owner[order], seqs[order], postings[order]
+    once = np.ones(seqs.size, bool)  # a seq added twice since the last compaction counts once
+    once[1:] = (owner[1:] != owner[:-1]) | (seqs[1:] != seqs[:-1])
+    held = once & np.isin(seqs, documents)
+    current = (seqs[held], postings["tf"][held].astype(np.float64), postings["length"][held].astype(np.float64))
+    bounds = np.searchsorted(owner, np.arange(len(pairs) + 1))
+    held_bounds = np.searchsorted(owner[held], np.arange(len(pairs) + 1))
+    touched = {}
+    for i, pair in enumerate(pairs):
+        mine = seqs[bounds[i]:bounds[i + 1]]
+        if pair in left:
+            mine = np.concatenate([mine, left[pair]])
+        touched[pair] = (mine, tuple(column[held_bounds[i]:held_bounds[i + 1]] for column in current))
+    return touched
 
 
 def _drop(cursor, workspace_id: int, analyzer: Analyzer, keys: list[tuple[str, int, int]]) -> dict:

@@ -36,14 +36,23 @@ CREATE TABLE catalog_app_lexical_pending (
     data bytea NOT NULL,
     PRIMARY KEY (workspace_id, analyzer, term, group_id, change_id)
 );
+-- Every document above its watermark gets a change row if it has none (workspaces indexed before
+-- the change log existed), so each pending posting is named by a change, as a write names it.
+INSERT INTO catalog_app_lexical_change (workspace_id, analyzer, seq)
+SELECT d.workspace_id, d.analyzer, d.seq FROM catalog_app_lexical_document d
+LEFT JOIN catalog_app_lexical_compaction c ON c.workspace_id = d.workspace_id AND c.analyzer = d.analyzer
+WHERE d.seq > coalesce(c.watermark, 0) AND NOT EXISTS (SELECT 1 FROM catalog_app_lexical_change l
+    WHERE l.workspace_id = d.workspace_id AND l.analyzer = d.analyzer AND l.seq = d.seq)
+ORDER BY d.seq;
 INSERT INTO catalog_app_lexical_pending (workspace_id, analyzer, term, group_id, change_id, data)
 SELECT p.workspace_id, p.analyzer, p.term, p.group_id, l.first_id,
-       string_agg(int8send(p.seq) || int4send(p.tf) || int4send(p.length), ''::bytea ORDER BY p.seq)
+       string_agg(int8send(p.seq) || int4send(p.tf) || int4send(p.length), ''::bytea)
 FROM catalog_app_lexical_posting p
-JOIN (SELECT workspace_id, analyzer, min(id) AS first_id, array_agg(seq) AS seqs FROM catalog_app_lexical_change
-      GROUP BY 1, 2) l ON l.workspace_id = p.workspace_id AND l.analyzer = p.analyzer
+JOIN (SELECT workspace_id, analyzer, min(id) AS first_id FROM catalog_app_lexical_change GROUP BY 1, 2) l
+    ON l.workspace_id = p.workspace_id AND l.analyzer = p.analyzer
 LEFT JOIN catalog_app_lexical_compaction c ON c.workspace_id = p.workspace_id AND c.analyzer = p.analyzer
-WHERE p.seq > coalesce(c.watermark, 0) OR p.seq = ANY(l.seqs)
+WHERE p.seq > coalesce(c.watermark, 0) OR EXISTS (SELECT 1 FROM catalog_app_lexical_change x
+    WHERE x.workspace_id = p.workspace_id AND x.analyzer = p.analyzer AND x.seq = p.seq)
 GROUP BY 1, 2, 3, 4, 5;
 DROP TABLE catalog_app_lexical_posting, catalog_app_lexical_term_stats;
 """ + FORGET.replace("{first}", "DELETE FROM catalog_app_lexical_pending WHERE workspace_id = OLD.id;")

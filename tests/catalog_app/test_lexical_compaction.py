@@ -14,7 +14,7 @@ from catalog_app.lexical.block_cache import BLOCKS, BlockCache
 from catalog_app.lexical.check import lexical_check
 from catalog_app.lexical.compaction import _LOCK_NAMESPACE, lexical_compact
 from catalog_app.lexical.query import IndexScope, index_top_k
-from catalog_app.lexical.tables import BLOCK, CHANGE, COMPACTION
+from catalog_app.lexical.tables import BLOCK, CHANGE, COMPACTION, PENDING
 from tests.catalog_app.lexical_support import load_lexical_catalog, maintain_both_analyzers, oracle_top_k, write
 
 TERMS = ("alpha", "beta1", "value", "gamma")
@@ -66,17 +66,31 @@ def test_split_cuts_at_the_block_size_and_before_an_offset_overflows(monkeypatch
         (1, 3, 3), (4, 5, 2), (2 ** 32 + 4, 2 ** 32 + 6, 2)]
 
 
-def test_the_first_compaction_is_full_and_folds_the_change_log(ws):
-    assert rows(f"SELECT count(*) FROM {CHANGE} WHERE workspace_id = %s", [ws.pk])[0][0] > 0
+def block_contents(ws) -> list:
+    return rows(f"SELECT analyzer, term, group_id, first_seq, last_seq, postings, width, data FROM {BLOCK} "
+                "WHERE workspace_id = %s ORDER BY 1, 2, 3, 4", [ws.pk])
+
+
+def test_the_first_compaction_folds_the_pending_rows_and_a_full_one_rebuilds_the_same(ws):
+    logged = rows(f"SELECT max(seq) FROM {CHANGE} WHERE workspace_id = %s", [ws.pk])[0][0]
+    assert logged is not None and rows(f"SELECT count(*) FROM {PENDING} WHERE workspace_id = %s", [ws.pk])[0][0] > 0
     outcomes = lexical_compact(workspace_id=ws.pk)
-    assert [(o.analyzer, o.full) for o in outcomes] == [("bm25_v1", True), ("english", True)]
+    # No blocks yet and every change since the first write logged: the pending rows hold it all.
+    assert [(o.analyzer, o.full) for o in outcomes] == [("bm25_v1", False), ("english", False)]
     assert rows(f"SELECT count(*) FROM {CHANGE} WHERE workspace_id = %s", [ws.pk])[0][0] == 0
-    top = rows("SELECT max(seq) FROM catalog_app_record WHERE workspace_id = %s", [ws.pk])[0][0]
-    assert rows(f"SELECT DISTINCT watermark FROM {COMPACTION} WHERE workspace_id = %s", [ws.pk]) == [(top,)]
+    assert rows(f"SELECT count(*) FROM {PENDING} WHERE workspace_id = %s", [ws.pk])[0][0] == 0
+    assert rows(f"SELECT DISTINCT watermark FROM {COMPACTION} WHERE workspace_id = %s", [ws.pk]) == [(logged,)]
     assert rows(f"SELECT sum(postings) FROM {BLOCK} WHERE workspace_id = %s AND analyzer = 1 AND term = 'alpha'",
                 [ws.pk])[0][0] == 9
     assert lexical_check(workspace_id=ws.pk) == []
     agrees_with_the_oracle(ws)
+    folded = block_contents(ws)
+    outcomes = lexical_compact(workspace_id=ws.pk, full=True)  # from the records themselves
+    assert [o.full for o in outcomes] == [True, True]
+    top = rows("SELECT max(seq) FROM catalog_app_record WHERE workspace_id = %s", [ws.pk])[0][0]
+    assert rows(f"SELECT DISTINCT watermark FROM {COMPACTION} WHERE workspace_id = %s", [ws.pk]) == [(top,)]
+    assert block_contents(ws) == folded
+    assert lexical_check(workspace_id=ws.pk) == []
 
 
 def test_writes_after_a_compaction_are_read_from_the_rows_until_the_next(ws, monkeypatch):
