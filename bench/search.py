@@ -62,7 +62,6 @@ from bench import search_setup as setup  # noqa: E402
 from bench.processes import Server, database_url  # noqa: E402
 from bench.search_setup import latency_summary, log, percentile, progress, replay  # noqa: E402
 from bench.tracing import Cached, VectorCache  # noqa: E402
-from catalog_app.lexical.tables import DOCUMENT as LEXICAL_DOCUMENTS  # noqa: E402
 from search_app.engine.trace import Trace  # noqa: E402
 
 K = 20
@@ -149,7 +148,9 @@ class SqlCapture(Cached):
 
         with connection.execute_wrapper(wrapper):
             yield
-        if name in self.LEXICAL and any(LEXICAL_DOCUMENTS in sql for sql, _ in statements):
+        from catalog_app.lexical.tables import DOCUMENT  # after django.setup(): `python bench/search.py` too
+
+        if name in self.LEXICAL and any(DOCUMENT in sql for sql, _ in statements):
             statements = self._scan_statements(source, self.LEXICAL[name])
         with self.lock:
             self.pending.setdefault(id(source), {})[name] = statements
