@@ -49,7 +49,8 @@ _COLUMNS = ("id", "workspace_id", "collection", "collection_version", "collectio
             "bm25_length", "scores", "annotations", "annotation_meta", "depth", "derived_from", "dedupe_hash",
             "tombstone")
 _COPY_CHUNK = 20_000
-_LEXICAL_TABLES = ("catalog_app_lexical_pending", "catalog_app_lexical_document", "catalog_app_lexical_group_stats", "catalog_app_lexical_group", "catalog_app_lexical_block",
+_LEXICAL_TABLES = ("catalog_app_lexical_pending", "catalog_app_lexical_document", "catalog_app_lexical_group_stats",
+                   "catalog_app_lexical_group", "catalog_app_lexical_block",
                    "catalog_app_lexical_compaction", "catalog_app_lexical_change")
 
 

@@ -26,13 +26,13 @@ returns at once).
 Two modes. *Full* (``full=True``: after a backfill, or asked for): every block is dropped and
 rebuilt from the truth for every seq <= W, W being the workspace's highest record seq.
 *Incremental* (also a workspace's first compaction: with no blocks and every change since its
-first write logged, the pending rows hold all its postings): only the blocks of the (term, group) pairs the logged records
-hold are rebuilt, each over its own seq range (the range up to the next block's first seq):
-the postings of the blocks it replaces without the logged seqs, plus the logged seqs'
-postings where they are documents now. A pair's newer postings start a block of their own after
-its last block unless that one holds fewer than ``blocks.SMALL_BLOCK`` postings, which then
-takes them in. Either way a rebuilt range is cut into blocks of at most
-``blocks.BLOCK_POSTINGS``.
+first write logged, the pending rows hold all its postings): only the blocks of the (term,
+group) pairs the logged records touch are rebuilt, each over its own seq range (the range up to
+the next block's first seq): the postings of the blocks it replaces without the logged seqs,
+plus the logged seqs' postings where they are documents now (from the pending rows it folds).
+A pair's newer postings start a block of their own after its last block unless that one holds
+fewer than ``blocks.SMALL_BLOCK`` postings, which then takes them in. Either way a rebuilt
+range is cut into blocks of at most ``blocks.BLOCK_POSTINGS``.
 
 ``lexical_compaction_due`` tells the write path when the log is long enough for a compaction
 (setting ``LEXICAL_COMPACT_CHANGES``, counted as the span of the workspace's log ids); the task
@@ -159,7 +159,8 @@ def _incremental(cursor, workspace_id: int, analyzer: Analyzer, watermark: int, 
     ranges = [(term, group_id, lo, hi, replaced)
               for term, group_id in pairs
               for lo, hi, replaced in _ranges(existing.get((term, group_id)), touched[term, group_id][0], watermark)]
-    replaced = _drop(cursor, workspace_id, analyzer, [(t, g, first) for t, g, _, _, firsts in ranges for first in firsts])
+    replaced = _drop(cursor, workspace_id, analyzer,
+                     [(t, g, first) for t, g, _, _, firsts in ranges for first in firsts])
     blocks = []
     for term, group_id, lo, hi, firsts in ranges:
         seqs, now = touched[term, group_id]

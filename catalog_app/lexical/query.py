@@ -266,10 +266,10 @@ def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...],
     average, term, its other rows (below), the term's blocks in scope (first seqs, counts,
     widths, groups, digests, and the data of those the process does not hold, one after
     another), the logged seqs and the member seqs (big-endian int8s). The other rows are the
-    big-endian (seq, tf, length) rows of ``blocks.ROW``: a scope without entities reads its pending rows, which count
-    for the member seqs (the documents above the watermark or logged); an entity scope reads its
-    entities' documents and takes their terms from the records (watermark 0, no members: every
-    row counts). Also returns the data the block cache held for the terms, by digest
+    big-endian (seq, tf, length) rows of ``blocks.ROW``: a scope without entities reads its
+    pending rows, which count for the member seqs (the documents above the watermark or logged);
+    an entity scope reads its entities' documents and takes their terms from the records
+    (watermark 0, no members: every row counts). Also returns the data the block cache held for the terms, by digest
     (``block_cache``).
 
     The scope's groups are read first (a group, once created, never changes), then everything
@@ -286,19 +286,20 @@ def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...],
         stats_params = [analyzer.code, ids]
         watermark = f"SELECT coalesce(max(watermark), 0) FROM {COMPACTION} WHERE workspace_id = %s AND analyzer = %s"
         watermark_params = [workspace_id, analyzer.code]
-        rows = (f"SELECT p.term, string_agg(p.data, ''::bytea ORDER BY p.change_id) AS postings FROM {PENDING} p "
-                "WHERE p.workspace_id = %s AND p.analyzer = %s AND p.term = ANY(%s) AND p.group_id = ANY(%s::integer[]) "
+        rows = (f"SELECT p.term, string_agg(p.data, ''::bytea) AS postings FROM {PENDING} p "
+                "WHERE p.workspace_id = %s AND p.analyzer = %s AND p.term = ANY(%s) "
+                "AND p.group_id = ANY(%s::integer[]) "
                 "GROUP BY p.term")
         rows_params = [workspace_id, analyzer.code, list(terms), ids]
-        members = (f"SELECT coalesce(string_agg(int8send(m.seq), ''::bytea), ''::bytea) FROM (SELECT d.seq FROM {DOCUMENT} d "
-                   "WHERE d.workspace_id = %s AND d.analyzer = %s AND d.seq > (SELECT watermark FROM w) UNION ALL "
+        members = (f"SELECT coalesce(string_agg(int8send(m.seq), ''::bytea), ''::bytea) FROM (SELECT d.seq "
+                   f"FROM {DOCUMENT} d WHERE d.workspace_id = %s AND d.analyzer = %s "
+                   "AND d.seq > (SELECT watermark FROM w) UNION ALL "
                    f"SELECT d.seq FROM {DOCUMENT} d WHERE d.workspace_id = %s AND d.analyzer = %s "
                    "AND d.seq = ANY((SELECT seqs FROM lg)::bigint[])) m")
         members_params = [workspace_id, analyzer.code] * 2
     else:
-        entity = ("FROM {DOCUMENT} d JOIN {RECORD} r ON r.seq = d.seq WHERE d.analyzer = %s "
-                  "AND d.group_id = ANY(%s::integer[]) AND r.workspace_id = %s AND r.entity = ANY(%s)").format(
-                      DOCUMENT=DOCUMENT, RECORD=RECORD)
+        entity = (f"FROM {DOCUMENT} d JOIN {RECORD} r ON r.seq = d.seq WHERE d.analyzer = %s "
+                  "AND d.group_id = ANY(%s::integer[]) AND r.workspace_id = %s AND r.entity = ANY(%s)")
         entity_params = [analyzer.code, ids, workspace_id, list(scope.entities)]
         stats = f"SELECT count(*) AS n, coalesce(sum(d.length), 0) AS total {entity}"
         stats_params = entity_params

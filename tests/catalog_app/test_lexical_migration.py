@@ -57,9 +57,10 @@ def test_the_rows_above_each_watermark_become_pending_rows(ws):
     migrate(BEFORE)
     for code, postings in truth.items():
         with connection.cursor() as cursor:
-            cursor.executemany("INSERT INTO catalog_app_lexical_posting (workspace_id, analyzer, term, seq, group_id, "
-                               "tf, length) VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                               [(w, code, term, seq, group, tf, length) for w, term, seq, group, tf, length in postings])
+            cursor.executemany(
+                "INSERT INTO catalog_app_lexical_posting (workspace_id, analyzer, term, seq, group_id, tf, length) "
+                "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                [(w, code, term, seq, group, tf, length) for w, term, seq, group, tf, length in postings])
     # The english index as one built before the change log: its documents above the watermark unlogged.
     rows(f"DELETE FROM {CHANGE} c USING {COMPACTION} w WHERE c.workspace_id = %s AND c.analyzer = 2 "
          "AND w.workspace_id = c.workspace_id AND w.analyzer = c.analyzer AND c.seq > w.watermark", [ws.pk])
