@@ -22,6 +22,13 @@ class Analyzer:
     terms_sql: str  # a FROM item (LATERAL after ``r``) yielding ``t.term`` (text) and ``t.tf`` (integer)
     length_sql: str  # the record's length under this analyzer
 
+    @property
+    def postings_sql(self) -> str:
+        """FROM items after a row ``r`` that has ``seq``, ``length`` and the record's stored
+        columns: ``t.term`` and the posting ``x`` (``seq``, ``tf``, ``length``) of each of its
+        terms, as ``blocks.packed_rows('x')`` packs them."""
+        return f"CROSS JOIN {self.terms_sql} CROSS JOIN LATERAL (SELECT r.seq, t.tf, r.length) x"
+
 
 BM25_V1 = Analyzer("bm25_v1", 1, "LATERAL (SELECT e.key AS term, e.value::integer AS tf "
                                  "FROM jsonb_each_text(r.bm25_tf) e) t", "r.bm25_length")

@@ -49,7 +49,7 @@ def _postings(analyzer: Analyzer) -> str:
         "AND analyzer = %(analyzer)s AND (seq > (SELECT watermark FROM w) "
         "OR seq = ANY((SELECT seqs FROM lg)::bigint[]))), "
         f"e AS (SELECT t.term, r.group_id, {packed_rows('x')} AS blob FROM ({_visible(analyzer)}) r "
-        f"CROSS JOIN {analyzer.terms_sql} CROSS JOIN LATERAL (SELECT r.seq, t.tf, r.length) x GROUP BY 1, 2), "
+        f"{analyzer.postings_sql} GROUP BY 1, 2), "
         "b AS (SELECT term, group_id, array_agg(first_seq ORDER BY first_seq) AS firsts, "
         "array_agg(last_seq ORDER BY first_seq) AS lasts, array_agg(postings ORDER BY first_seq) AS counts, "
         "array_agg(width ORDER BY first_seq) AS widths, array_agg(data ORDER BY first_seq) AS datas "

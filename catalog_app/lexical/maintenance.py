@@ -125,7 +125,7 @@ def _log_and_pend(cursor, analyzer: Analyzer, add: list[int], remove: list[int])
         " SELECT p.workspace_id, %(analyzer)s, p.term, p.group_id, f.id, p.data"
         # COLLATE "C": the grouping sort compares bytes, as the table's key does
         f" FROM (SELECT r.workspace_id, t.term COLLATE \"C\" AS term, r.group_id, {packed_rows('x')} AS data"
-        f" FROM src r CROSS JOIN {analyzer.terms_sql} CROSS JOIN LATERAL (SELECT r.seq, t.tf, r.length) x"
+        f" FROM src r {analyzer.postings_sql}"
         " GROUP BY 1, 2, 3) p JOIN first f ON f.workspace_id = p.workspace_id",
         {"analyzer": analyzer.code, "changed": sorted(add + remove), "add": add})
 

@@ -305,8 +305,7 @@ def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...],
         stats_params = entity_params
         watermark, watermark_params = "SELECT 0::bigint", []
         rows = (f"SELECT t.term, {packed_rows('x')} AS postings FROM (SELECT d.seq, d.length, r.bm25_tf, "
-                f"r.search_vector {entity}) r CROSS JOIN {analyzer.terms_sql} "
-                "CROSS JOIN LATERAL (SELECT r.seq, t.tf, r.length) x WHERE t.term = ANY(%s) GROUP BY t.term")
+                f"r.search_vector {entity}) r {analyzer.postings_sql} WHERE t.term = ANY(%s) GROUP BY t.term")
         rows_params = [*entity_params, list(terms)]
         members, members_params = "SELECT NULL::bytea", []
     sql = (
