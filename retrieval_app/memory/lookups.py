@@ -20,13 +20,14 @@ returns each side oldest first, as the conversation reads.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from django.db import connection
 
 from catalog_app.catalog.registry import Catalog
 from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.lexical.query import IndexScope, records_with_all_terms
-from catalog_app.record_sql import RECORD, Clause
+from catalog_app.record_sql import RECORD, TRUE, Clause
 from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
 
@@ -55,7 +56,7 @@ def memory_grep(*, workspace, request: GrepRequest) -> dict:
     for step in steps:
         seqs = step[:bound - read]
         read += len(seqs)
-        rows += _verified(scope, seqs, matcher)
+        rows += _verified(scope & matcher.may_hold("r"), seqs, matcher)
         if len(rows) > limit or read >= bound:
             exhausted = False
             break
@@ -65,10 +66,10 @@ def memory_grep(*, workspace, request: GrepRequest) -> dict:
             "complete": len(rows) > limit or exhausted}
 
 
-def _verified(scope: Clause, seqs: tuple[int, ...], matcher) -> list[PassageRow]:
+def _verified(scope: Clause, seqs: tuple[int, ...], matcher: "PhraseMatcher") -> list[PassageRow]:
     """The passages of ``scope`` among records ``seqs`` whose text holds the phrase, newest
-    first (one statement: candidates that fail the check are read whole too, which costs less
-    than a second round trip for the matches)."""
+    first (one statement; ``scope`` holds ``matcher.may_hold``, so most candidates without the
+    phrase are not read whole)."""
     if not seqs:
         return []
     where = scope & Clause("r.seq = ANY(%s::bigint[])", (list(seqs),))
@@ -95,13 +96,34 @@ def _seq_below(workspace_id: int, cursor_seq: int) -> int | None:
     return found[0] if found else None
 
 
-def phrase_matcher(phrase: str):
-    """Whether a text holds ``phrase`` as grep defines it (module docstring)."""
+@dataclass(frozen=True, slots=True)
+class PhraseMatcher:
+    """Whether a text holds a phrase as grep defines it (module docstring)."""
+
+    needle: str  # the phrase, lowercased
+    pattern: re.Pattern
+
+    def __call__(self, text: str) -> bool:
+        return self.pattern.search(text.lower()) is not None
+
+    def may_hold(self, alias: str) -> Clause:
+        """SQL keeping every row of ``alias`` whose text may hold the phrase (a superset of
+        ``__call__``): an ASCII text whose lowercase holds the needle, or any other text. Python
+        and PostgreSQL's ``C`` collation lowercase ASCII alike (A-Z only); beyond it they may
+        not (Python's ``str.lower`` turns the Kelvin sign into "k"), so such texts are left to
+        ``__call__``, as are all texts when the needle itself is not ASCII."""
+        if not self.needle.isascii():
+            return TRUE
+        return Clause(f"(octet_length({alias}.text) <> char_length({alias}.text) "
+                      f"OR strpos(lower({alias}.text COLLATE \"C\"), %s) > 0)", (self.needle,))
+
+
+def phrase_matcher(phrase: str) -> PhraseMatcher:
+    """The ``PhraseMatcher`` of ``phrase``."""
     needle = phrase.lower()
     start = r"(?<![^\W_])" if _WORD_EDGE.match(needle[0]) else ""
     end = r"(?![^\W_])" if _WORD_EDGE.match(needle[-1]) else ""
-    pattern = re.compile(start + re.escape(needle) + end)
-    return lambda text: pattern.search(text.lower()) is not None
+    return PhraseMatcher(needle, re.compile(start + re.escape(needle) + end))
 
 
 def memory_latest(*, workspace, request: LatestRequest) -> dict:

@@ -11,8 +11,9 @@ from urllib.parse import urlencode
 from catalog_app.models import Record, Workspace
 from tests.catalog_app.factories import record_make
 
+# "\u212aelvin" starts with the Kelvin sign, which Python lowercases to an ASCII "k"
 WORDS = ("alpha", "beta", "Gamma", "E-42", "e-421", "x_y", "Ünïcode", "42", "budget", "Q3", "self-care", "ok!",
-         "de-risk", "ALPHA")
+         "de-risk", "ALPHA", "kelvin", "\u212aelvin")
 ENTITIES = ("contact.maria", "contact.ana")
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
@@ -140,3 +141,14 @@ def test_a_rare_phrase_behind_many_candidates_is_found_across_widening_reads(api
     assert [hit["id"] for hit in first["hits"]] == [str(middle.id)] and first["complete"] is True
     rest = api.get(f"/memory/grep?q=beta+alpha&limit=1&cursor={first['next_cursor']}").json()
     assert [hit["id"] for hit in rest["hits"]] == [str(oldest.id)] and rest["next_cursor"] is None
+
+
+def test_a_text_that_lowercases_to_the_phrase_only_in_python_is_found(api, catalog):
+    """The SQL prefilter of the candidates (``PhraseMatcher.may_hold``) compares ASCII
+    lowercase; a text whose Python lowercase holds the phrase through a non-ASCII letter is
+    still a match, and a text without the phrase is still none."""
+    kelvin = record_make(catalog, entity="contact.maria", text="300 \u212aELVIN scale", occurred_at=T0)
+    record_make(catalog, entity="contact.maria", text="300 kelvins scale", occurred_at=T0)
+    plain = record_make(catalog, entity="contact.ana", text="300 KELVIN scale", occurred_at=T0)
+    body = api.get("/memory/grep?q=300+kelvin").json()
+    assert [hit["id"] for hit in body["hits"]] == [str(plain.id), str(kelvin.id)]
