@@ -67,15 +67,15 @@ def decode(first_seq: int, postings: int, width: int, data: bytes,
 
 
 def decode_into(first_seq: int, postings: int, width: int, data: bytes, start: int, seqs: np.ndarray,
-                tfs: np.ndarray, lengths: np.ndarray) -> None:
+                tfs: np.ndarray | None, lengths: np.ndarray | None) -> None:
     """``decode`` written into the given arrays (of ``postings`` values each), converting as it
-    copies."""
-    offsets, block_tfs, block_lengths = (np.frombuffer(data, dtype, postings, offset=start + skip)
-                                         for dtype, skip in ((_OFFSET, 0), (_WIDTHS[width], 4 * postings),
-                                                             (_WIDTHS[width], (4 + width) * postings)))
+    copies; the tfs and lengths only when their arrays are given."""
+    offsets = np.frombuffer(data, _OFFSET, postings, offset=start)
     np.add(offsets, first_seq, out=seqs, casting="unsafe")
-    tfs[:] = block_tfs
-    lengths[:] = block_lengths
+    if tfs is not None:
+        tfs[:] = np.frombuffer(data, _WIDTHS[width], postings, offset=start + 4 * postings)
+    if lengths is not None:
+        lengths[:] = np.frombuffer(data, _WIDTHS[width], postings, offset=start + (4 + width) * postings)
 
 
 def split(seqs: np.ndarray, tfs: np.ndarray, lengths: np.ndarray) -> list[Block]:

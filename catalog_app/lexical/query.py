@@ -28,7 +28,7 @@ from .analyzers import Analyzer, analyzer_get, maintained_analyzers
 from .binary_rows import binary_rows
 from .block_cache import BLOCKS
 from .blocks import ROW, block_bytes, decode_into, packed_rows
-from .scoring import TermPostings, best_k, contribution, idf, slots_of, top_candidates
+from .scoring import TermPostings, best_k, contribution, idf, is_among, slots_of, top_candidates
 from .tables import BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, GROUP_STATS, PENDING, SOURCE_TOTALS
 
 
@@ -71,7 +71,7 @@ def index_top_k(*, workspace_id: int, analyzer: str, terms: tuple[str, ...], k: 
     terms = tuple(terms)
     if len(set(terms)) != len(terms):
         raise ValueError("terms must be distinct")
-    n, average, arrays = _in_scope(workspace_id, spec, terms, scope)
+    n, average, arrays = _in_scope(workspace_id, spec, terms, scope, scored=True)
     if not terms:
         return IndexTopK(n, average, (), 0, ())
     postings, dfs = [], []
@@ -115,7 +115,7 @@ def records_with_all_terms(*, workspace_id: int, analyzer: str, terms: tuple[str
 
 def _conjunctive_steps(workspace_id: int, spec: Analyzer, terms: tuple[str, ...], scope: IndexScope, walk: int,
                        before_seq: int | None, growth: int) -> Iterator[tuple[int, ...]]:
-    arrays = [seqs for seqs, _, _ in _in_scope(workspace_id, spec, terms, scope)[2]]
+    arrays = [seqs for seqs, _, _ in _in_scope(workspace_id, spec, terms, scope, scored=False)[2]]
     if any(not seqs.size for seqs in arrays):
         return
     if scope.entities is None:  # the rarest term's postings lead
@@ -130,7 +130,7 @@ def _conjunctive_steps(workspace_id: int, spec: Analyzer, terms: tuple[str, ...]
         lead = lead[lead < before_seq]
     holds = np.ones(lead.size, bool)
     for seqs in probed:
-        holds &= np.isin(lead, seqs)
+        holds &= is_among(lead, seqs)
     start = 0
     while True:
         step = slice(start, start + walk)
@@ -207,27 +207,35 @@ def _block_sources(blocks: _Blocks, held: dict[bytes, bytes]):
 
 
 def _postings(rows: bytes | None, blocks: _Blocks, logged, members: np.ndarray | None,
-              held: dict[bytes, bytes]) -> tuple[np.ndarray, ...]:
+              held: dict[bytes, bytes], scored: bool) -> tuple[np.ndarray, ...]:
     """One term's (seqs, tfs, lengths) in scope: its blocks (from ``held``, the data this
     process holds by digest, or else from the statement's) without the logged seqs, then its
     other rows: with ``members`` (a scope without entities) its pending rows, of which those
     of the member seqs count, once each, as ``compaction`` defines them; without, the entity
-    scope's rows read from its records. Decoded straight into the output arrays."""
+    scope's rows read from its records. Decoded straight into the output arrays; without
+    ``scored`` the tfs and lengths are ``None``."""
     table = np.frombuffer(rows or b"", dtype=ROW)
     if members is not None and table.size:
-        table = table[np.isin(table["seq"], members)]
+        table = table[is_among(table["seq"].astype(np.int64), members)]
         table = table[np.unique(table["seq"], return_index=True)[1]]  # a seq added twice since the compaction
     in_blocks = sum(blocks.counts)
-    seqs, tfs, lengths = (np.empty(in_blocks + table.size, dtype) for dtype in (np.int64, np.float64, np.float64))
+    seqs = np.empty(in_blocks + table.size, np.int64)
+    tfs, lengths = (np.empty(seqs.size) for _ in range(2)) if scored else (None, None)
     at = 0
     for first, count, width, _, _, data, start, _ in _block_sources(blocks, held):
-        decode_into(first, count, width, data, start, seqs[at:at + count], tfs[at:at + count], lengths[at:at + count])
-        at += count
-    seqs[in_blocks:], tfs[in_blocks:], lengths[in_blocks:] = table["seq"], table["tf"], table["length"]
+        end = at + count
+        decode_into(first, count, width, data, start, seqs[at:end], tfs[at:end] if scored else None,
+                    lengths[at:end] if scored else None)
+        at = end
+    seqs[in_blocks:] = table["seq"]
+    if scored:
+        tfs[in_blocks:], lengths[in_blocks:] = table["tf"], table["length"]
     if in_blocks and logged:
         keep = np.ones(seqs.size, bool)
-        keep[:in_blocks] = ~np.isin(seqs[:in_blocks], np.asarray(logged, np.int64))
-        seqs, tfs, lengths = seqs[keep], tfs[keep], lengths[keep]
+        keep[:in_blocks] = ~is_among(seqs[:in_blocks], np.asarray(logged, np.int64))
+        seqs = seqs[keep]
+        if scored:
+            tfs, lengths = tfs[keep], lengths[keep]
     return seqs, tfs, lengths
 
 
@@ -245,17 +253,18 @@ def _remember(workspace_id: int, analyzer: Analyzer, term: str, blocks: _Blocks,
         BLOCKS.keep((workspace_id, analyzer.code, term, group_id), current, fresh)
 
 
-def _in_scope(workspace_id: int, spec: Analyzer, terms: tuple[str, ...],
-              scope: IndexScope) -> tuple[int, float, list[tuple[np.ndarray, ...]]]:
+def _in_scope(workspace_id: int, spec: Analyzer, terms: tuple[str, ...], scope: IndexScope,
+              scored: bool) -> tuple[int, float, list[tuple[np.ndarray, ...]]]:
     """N, the average length and each term's (seqs, tfs, lengths) in ``scope``, from one
-    ``_read``; the blocks it received are remembered for the next."""
+    ``_read`` (without ``scored``, the seqs alone: tfs and lengths are ``None``); the blocks it
+    received are remembered for the next."""
     rows, held = _read(workspace_id, spec, terms, scope)
     members = rows[0][-1]
-    members = None if members is None else np.frombuffer(members, ">i8")
+    members = None if members is None else np.frombuffer(members, ">i8").astype(np.int64)
     arrays = []
     for _, _, _, term, blob, firsts, counts, widths, groups, digests, data, logged, _ in rows if terms else ():
         blocks = _Blocks(firsts or (), counts or (), widths or (), groups or (), digests or (), data or b"")
-        arrays.append(_postings(blob, blocks, logged, members, held))
+        arrays.append(_postings(blob, blocks, logged, members, held, scored))
         _remember(workspace_id, spec, term, blocks, held)
     return int(rows[0][0]), float(rows[0][2]), arrays
 

@@ -87,6 +87,25 @@ DENSE_SPAN = 4  # a score array at most this many times the postings (plus DENSE
 DENSE_MIN = 1 << 20
 
 
+def _dense(low: int, high: int, values: int) -> bool:
+    """Whether an array over seqs ``low`` to ``high`` is small enough for ``values`` values."""
+    return high - low + 1 <= DENSE_SPAN * values + DENSE_MIN
+
+
+def is_among(values: np.ndarray, of: np.ndarray) -> np.ndarray:
+    """Whether each of the int64 ``values`` is one of ``of``, as ``np.isin``: by a lookup table
+    over the span of ``values`` when that is dense enough (linear, where sorting the two
+    arrays is not), else by ``np.isin``."""
+    if not values.size or not of.size:
+        return np.zeros(values.size, bool)
+    low, high = int(values.min()), int(values.max())
+    if not _dense(low, high, values.size + of.size):
+        return np.isin(values, of)
+    table = np.zeros(high - low + 1, bool)
+    table[of[(of >= low) & (of <= high)] - low] = True
+    return table[values - low]
+
+
 def slots_of(postings: list[TermPostings]) -> Slots:
     """The slot of every posting (``Slots``)."""
     arrays = [p.seqs for p in postings]
@@ -95,7 +114,7 @@ def slots_of(postings: list[TermPostings]) -> Slots:
         return Slots([np.empty(0, np.int64) for _ in arrays], 0, 0, None)
     low = min(int(a.min()) for a in arrays if a.size)
     high = max(int(a.max()) for a in arrays if a.size)
-    if high - low + 1 <= DENSE_SPAN * total + DENSE_MIN:
+    if _dense(low, high, total):
         return Slots([a - low for a in arrays], high - low + 1, low, None)
     merged = np.concatenate(arrays)
     order = np.argsort(merged, kind="stable")

@@ -8,6 +8,7 @@ queries (terms, k, scopes) between the index and the oracle: the same n, dfs, av
 and matched count, the same hits in the same order, scores within 1e-9. The score array is
 indexed by seq or by rank among the distinct seqs at random.
 """
+import numpy as np
 import pytest
 from django.db import transaction
 from hypothesis import HealthCheck, given, settings
@@ -148,3 +149,17 @@ def test_a_record_below_the_threshold_on_the_rare_term_is_still_scored_in_full(w
     assert got.hits[0][0] == ids[-1] == want.hits[0][0]
     assert [uid for uid, _ in got.hits] == [uid for uid, _ in want.hits]
     assert got.scored < got.matched
+
+
+seq_values = st.one_of(st.integers(0, 40), st.integers(0, 2 ** 62))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(values=st.lists(seq_values, max_size=60), of=st.lists(seq_values, max_size=60), dense=st.booleans())
+def test_is_among_equals_numpy_isin(values, of, dense, monkeypatch):
+    """The lookup-table membership test (taken when the span is dense) and its fallback both
+    answer as ``np.isin``, the oracle, on values near each other and far apart."""
+    monkeypatch.setattr(scoring, "DENSE_MIN", 1 << 20 if dense else 0)
+    monkeypatch.setattr(scoring, "DENSE_SPAN", 4 if dense else 0)
+    values, of = np.asarray(values, np.int64), np.asarray(of, np.int64)
+    assert scoring.is_among(values, of).tolist() == np.isin(values, of).tolist()
