@@ -20,6 +20,7 @@ from functools import partial
 from django.db import connection
 from psycopg.types.datetime import TimestamptzLoader
 
+from catalog_app.lexical.query import source_totals
 from catalog_app.record_sql import (EMBEDDING, RECORD, Clause, embedding_rows, hnsw_scan, nearest_sql, vector_distance,
                                     vector_literal)
 from memseek_site.conf import memseek_setting
@@ -169,11 +170,14 @@ def _where(resolved: ResolvedSource, context: QueryContext) -> tuple[str, list]:
 def _vector(resolved: ResolvedSource, context: QueryContext, cap: int) -> list[uuid.UUID]:
     where, params = _where(resolved, context)
     query_params = [context.workspace_id, *params, vector_literal(context.vector), cap]
-    # A scope naming entities is usually small: when it holds at most VECTOR_EXACT_MAX records,
-    # comparing every one is exact and cheaper than walking the HNSW graph past the rows it
-    # excludes.
-    narrow = resolved.source.scope.entities is not None
-    if narrow and _scope_at_most(where, params, memseek_setting("VECTOR_EXACT_MAX")):
+    # Comparing every record of a small scope is exact and cheaper than walking the HNSW graph
+    # past the rows it excludes: other workspaces' and dead ones, which can end the approximate
+    # walk short of the scope's own rows. A workspace that has written at most VECTOR_EXACT_MAX
+    # records is small whatever the scope; a scope naming entities usually is, which one short
+    # count decides.
+    limit = memseek_setting("VECTOR_EXACT_MAX")
+    small = 0 < limit and source_totals(workspace_id=context.workspace_id, collection_ids=None)[0] <= limit
+    if small or (resolved.source.scope.entities is not None and _scope_at_most(where, params, limit)):
         sql = nearest_sql(columns="r.id", space=context.space, dimensions=context.dimensions, where=where, exact=True)
         with connection.cursor() as cursor:
             cursor.execute(sql, query_params)

@@ -152,6 +152,24 @@ def test_a_small_entity_scope_is_searched_exactly(catalog, api, settings, exact_
     assert any("hnsw.ef_search" in sql for sql in statements) == (not exact)
 
 
+@pytest.mark.parametrize(("exact_max", "exact"), [(2000, True), (2, False)])
+def test_a_small_workspace_is_searched_exactly_whatever_the_scope(catalog, api, settings, exact_max, exact):
+    """A workspace that has written at most VECTOR_EXACT_MAX records compares every one, so no
+    approximate walk (past other workspaces' rows or dead ones) can come back short."""
+    settings.MEMSEEK = {"VECTOR_EXACT_MAX": exact_max, "TOUCH_ON_READ": False}
+    closest, middle, far = ingest_ready(catalog, [
+        item("The customer asked for a refund of the duplicate charge"),
+        item("The invoice was paid late"),
+        item("The hiking trail near the lake is closed because of snow")])
+    with CaptureQueriesContext(connection) as captured:
+        body = search(api, {"q": "I was billed twice and want my money back", "mode": "vector",
+                            "rank": ["similarity"]})
+    assert [hit["id"] for hit in body["hits"]] == [str(closest), str(middle), str(far)]
+    statements = [query["sql"] for query in captured.captured_queries]
+    assert any("<=>" in sql and "r.seq DESC LIMIT" in sql for sql in statements) == exact
+    assert any("hnsw.ef_search" in sql for sql in statements) == (not exact)
+
+
 @pytest.mark.parametrize("exact", [True, False])
 def test_only_the_exact_nearest_statement_stays_off_the_hnsw_index(catalog, exact):
     # Even a planner told that sequential scans and full sorts are dear (as a large,
