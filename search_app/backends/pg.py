@@ -176,8 +176,8 @@ def _vector(resolved: ResolvedSource, context: QueryContext, cap: int) -> list[u
     # records is small whatever the scope; a scope naming entities usually is, which one short
     # count decides.
     limit = memseek_setting("VECTOR_EXACT_MAX")
-    small = 0 < limit and source_totals(workspace_id=context.workspace_id, collection_ids=None)[0] <= limit
-    if small or (resolved.source.scope.entities is not None and _scope_at_most(where, params, limit)):
+    if _workspace_at_most(context.workspace_id, limit) or (
+            resolved.source.scope.entities is not None and _scope_at_most(where, params, limit)):
         sql = nearest_sql(columns="r.id", space=context.space, dimensions=context.dimensions, where=where, exact=True)
         with connection.cursor() as cursor:
             cursor.execute(sql, query_params)
@@ -186,6 +186,20 @@ def _vector(resolved: ResolvedSource, context: QueryContext, cap: int) -> list[u
     with hnsw_scan(cap) as cursor:
         cursor.execute(sql, query_params)
         return [row[0] for row in cursor.fetchall()]
+
+
+_WRITTEN_AT_LEAST: dict[int, int] = {}  # workspace id: records it is known to have written
+
+
+def _workspace_at_most(workspace_id: int, limit: int) -> bool:
+    """Whether workspace ``workspace_id`` has written at most ``limit`` records (every row ever
+    inserted, ``source_totals``). That count only grows, so once a process has seen it pass a
+    limit it does not ask again."""
+    if limit <= 0 or _WRITTEN_AT_LEAST.get(workspace_id, 0) > limit:
+        return False
+    written = source_totals(workspace_id=workspace_id, collection_ids=None)[0]
+    _WRITTEN_AT_LEAST[workspace_id] = written
+    return written <= limit
 
 
 def _scope_at_most(where: str, params: list, limit: int) -> bool:
