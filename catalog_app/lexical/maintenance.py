@@ -102,51 +102,41 @@ def lexical_reconcile(cursor, seqs: Sequence[int]) -> tuple[int, int]:
         cursor.execute(f"INSERT INTO {GROUP} ({columns}) SELECT DISTINCT {group_values('r')} FROM {RECORD} r "
                        "WHERE r.seq = ANY(%s) ORDER BY 1, 2, 3, 4, 5, 6 ON CONFLICT DO NOTHING", [added])
     for analyzer, add, remove in plans:
-        _log_and_pend(cursor, analyzer, add, remove)
-    for analyzer, add, remove in plans:
-        _documents(cursor, analyzer, add, remove)
+        _apply(cursor, analyzer, add, remove)
     return sum(len(add) for _, add, _ in plans), sum(len(remove) for _, _, remove in plans)
 
 
-def _log_and_pend(cursor, analyzer: Analyzer, add: list[int], remove: list[int]) -> None:
-    """Append the seqs of ``add`` and ``remove`` to the change log and store the postings of
-    ``add`` as pending rows (one per workspace, term and group, named by the workspace's first
-    change row of this statement), in one statement. A removal writes nothing else: its postings
-    stay where they are, and the log tells a query to take them from the documents' side
-    (``query``)."""
+def _apply(cursor, analyzer: Analyzer, add: list[int], remove: list[int]) -> None:
+    """In one statement: append the seqs of ``add`` and ``remove`` to the change log, store the
+    postings of ``add`` as pending rows (one per workspace, term and group, named by the
+    workspace's first change row of this statement), insert the documents of ``add``, delete
+    those of ``remove``, and apply both to the group statistics. ``src`` is materialised so each
+    added record's group and length are computed once for its postings and its document. A
+    removal writes no postings: they stay where they are, and the log tells a query to take
+    them from the documents' side (``query``)."""
     cursor.execute(
         f"WITH log AS (INSERT INTO {CHANGE} (workspace_id, analyzer, seq) SELECT r.workspace_id, %(analyzer)s, r.seq"
         f" FROM {RECORD} r WHERE r.seq = ANY(%(changed)s) ORDER BY r.seq RETURNING id, workspace_id),"
         " first AS (SELECT workspace_id, min(id) AS id FROM log GROUP BY workspace_id),"
-        f" src AS MATERIALIZED (SELECT r.seq, r.workspace_id, r.bm25_tf, r.search_vector, g.id AS group_id,"
+        f" src AS MATERIALIZED (SELECT r.seq, r.workspace_id, r.id, r.bm25_tf, r.search_vector, g.id AS group_id,"
         f" {analyzer.length_sql} AS length FROM {RECORD} r JOIN {GROUP} g ON {group_of('r', 'g')}"
-        " WHERE r.seq = ANY(%(add)s))"
-        f" INSERT INTO {PENDING} (workspace_id, analyzer, term, group_id, change_id, data)"
+        " WHERE r.seq = ANY(%(add)s)),"
+        f" pending AS (INSERT INTO {PENDING} (workspace_id, analyzer, term, group_id, change_id, data)"
         " SELECT p.workspace_id, %(analyzer)s, p.term, p.group_id, f.id, p.data"
         # COLLATE "C": the grouping sort compares bytes, as the table's key does
         f" FROM (SELECT r.workspace_id, t.term COLLATE \"C\" AS term, r.group_id, {packed_rows('x')} AS data"
         f" FROM src r {analyzer.postings_sql}"
-        " GROUP BY 1, 2, 3) p JOIN first f ON f.workspace_id = p.workspace_id",
-        {"analyzer": analyzer.code, "changed": sorted(add + remove), "add": add})
-
-
-def _documents(cursor, analyzer: Analyzer, add: list[int], remove: list[int]) -> None:
-    """Insert the documents of ``add``, delete those of ``remove`` and apply both to the group
-    statistics, in one statement."""
-    cursor.execute(
-        "WITH gone AS ("
-        f" DELETE FROM {DOCUMENT} d WHERE d.analyzer = %(analyzer)s AND d.seq = ANY(%(remove)s)"
-        "  RETURNING d.group_id, d.length),"
-        " new AS ("
-        f" INSERT INTO {DOCUMENT} (seq, analyzer, workspace_id, record_id, group_id, length)"
-        f"  SELECT r.seq, %(analyzer)s, r.workspace_id, r.id, g.id, {analyzer.length_sql}"
-        f"  FROM {RECORD} r JOIN {GROUP} g ON {group_of('r', 'g')} WHERE r.seq = ANY(%(add)s)"
-        "  RETURNING group_id, length),"
+        " GROUP BY 1, 2, 3) p JOIN first f ON f.workspace_id = p.workspace_id),"
+        f" gone AS (DELETE FROM {DOCUMENT} d WHERE d.analyzer = %(analyzer)s AND d.seq = ANY(%(remove)s)"
+        " RETURNING d.group_id, d.length),"
+        f" new AS (INSERT INTO {DOCUMENT} (seq, analyzer, workspace_id, record_id, group_id, length)"
+        " SELECT r.seq, %(analyzer)s, r.workspace_id, r.id, r.group_id, r.length FROM src r"
+        " RETURNING group_id, length),"
         " delta AS (SELECT group_id, sum(n) AS docs, sum(len) AS total FROM ("
-        "  SELECT group_id, -1 AS n, -length::bigint AS len FROM gone"
-        "  UNION ALL SELECT group_id, 1, length::bigint FROM new) u GROUP BY group_id)"
+        " SELECT group_id, -1 AS n, -length::bigint AS len FROM gone"
+        " UNION ALL SELECT group_id, 1, length::bigint FROM new) u GROUP BY group_id)"
         f" INSERT INTO {GROUP_STATS} AS s (group_id, analyzer, docs, total_length)"
         " SELECT group_id, %(analyzer)s, docs, total FROM delta ORDER BY group_id"
         " ON CONFLICT (group_id, analyzer) DO UPDATE"
         " SET docs = s.docs + excluded.docs, total_length = s.total_length + excluded.total_length",
-        {"analyzer": analyzer.code, "add": add, "remove": remove})
+        {"analyzer": analyzer.code, "changed": sorted(add + remove), "add": add, "remove": remove})
