@@ -33,6 +33,11 @@ from .blocks import packed_rows
 from .tables import CHANGE, DOCUMENT, GROUP, GROUP_COLUMNS, GROUP_STATS, PENDING, SOURCE_TOTALS, group_of, group_values
 
 
+# Per record ``r``: its workspace, seq, whether it is visible, and the analyzers it is indexed under.
+_STATE = (f"SELECT r.workspace_id, r.seq, ({live('r')} AND {current_in_lane('r').sql}), "
+          f"ARRAY(SELECT d.analyzer FROM {DOCUMENT} d WHERE d.seq = r.seq) FROM {RECORD} r")
+
+
 def lexical_records_changed(*, record_ids: Sequence, inserted: bool) -> None:
     """Reconcile the index with records ``record_ids`` (just inserted, or just made ready) and the
     lane heads they replaced, for every maintained analyzer; with ``inserted`` add the rows to
@@ -42,15 +47,16 @@ def lexical_records_changed(*, record_ids: Sequence, inserted: bool) -> None:
     if not ids:
         return
     with connection.cursor() as cursor:
+        # The records, the lane heads they replaced, and their state, in one statement.
         cursor.execute(
             f"WITH c AS (SELECT r.* FROM {RECORD} r WHERE r.id = ANY(%s::uuid[])), "
-            "x AS (SELECT c.seq, c.workspace_id FROM c UNION "
-            f"SELECT p.seq, c.workspace_id FROM c CROSS JOIN LATERAL (SELECT p.seq FROM {RECORD} p "
+            "x AS (SELECT c.seq FROM c UNION "
+            f"SELECT p.seq FROM c CROSS JOIN LATERAL (SELECT p.seq FROM {RECORD} p "
             f"WHERE {same_lane('c', 'p')} AND p.seq < c.seq ORDER BY p.seq DESC LIMIT 1) p WHERE c.key IS NOT NULL) "
-            f"SELECT seq, workspace_id FROM x", [ids])
+            f"{_STATE} JOIN x ON x.seq = r.seq", [ids])
         rows = cursor.fetchall()
-        lexical_reconcile(cursor, [seq for seq, _ in rows])
-        due = sorted(workspace_id for workspace_id in {workspace_id for _, workspace_id in rows}
+        _reconcile(cursor, [row[1:] for row in rows])
+        due = sorted(workspace_id for workspace_id in {row[0] for row in rows}
                      if lexical_compaction_due(cursor, workspace_id))
         if inserted:
             cursor.execute(
@@ -85,11 +91,12 @@ def lexical_reconcile(cursor, seqs: Sequence[int]) -> tuple[int, int]:
     maintained analyzer; returns (documents added, documents removed). Idempotent."""
     if not seqs:
         return 0, 0
-    cursor.execute(
-        f"SELECT r.seq, ({live('r')} AND {current_in_lane('r').sql}), "
-        f"ARRAY(SELECT d.analyzer FROM {DOCUMENT} d WHERE d.seq = r.seq) FROM {RECORD} r WHERE r.seq = ANY(%s)",
-        [list(seqs)])
-    rows = cursor.fetchall()
+    cursor.execute(f"{_STATE} WHERE r.seq = ANY(%s)", [list(seqs)])
+    return _reconcile(cursor, [row[1:] for row in cursor.fetchall()])
+
+
+def _reconcile(cursor, rows: Sequence[tuple[int, bool, list[int]]]) -> tuple[int, int]:
+    """``lexical_reconcile`` given the (seq, visible, indexed analyzers) of the records."""
     plans = []
     for analyzer in maintained_analyzers():
         add = sorted(seq for seq, visible, indexed in rows if visible and analyzer.code not in indexed)
