@@ -42,11 +42,15 @@ _BIGINT_DIGITS = 19
 # Longer strings are never timestamps; the limit keeps the timestamp check off ordinary text.
 _TIMESTAMP_CHARS = 64
 _FORBIDDEN = re.compile("[\x00\ud800-\udfff]")
+# Strict JSON carries U+0000 and surrogates only as \u escapes (a raw control character is a
+# syntax error, and a surrogate is no UTF-8); a body without one of these has none. An escaped
+# backslash before "u0000" matches too, which only costs the per-string check.
+_ESCAPED_FORBIDDEN = re.compile(r"\\u(?:0000|[dD][89a-fA-F])")
 _STRING_OR_BRACKET = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
 
 
 class _Members(list):
-    """An object's ``(key, value)`` pairs in document order, before duplicates are checked."""
+    """An object's ``(key, value)`` pairs in document order, when a key repeats."""
 
 
 class _BadNumber:
@@ -91,14 +95,20 @@ def decode_json_body(raw: bytes):
     except UnicodeDecodeError as error:
         raise ApiError("invalid_json", f"The body is not UTF-8: byte {error.start} is invalid.") from None
     try:
-        tree = json.loads(text, object_pairs_hook=_Members, parse_int=_integer, parse_float=_float,
+        tree = json.loads(text, object_pairs_hook=_object, parse_int=_integer, parse_float=_float,
                           parse_constant=_BadNumber)
     except RecursionError:
         raise _too_deep(_path_too_deep(text)) from None
     except json.JSONDecodeError as error:
         raise ApiError("invalid_json", f"The body is not valid JSON: {error.msg} at line {error.lineno} "
                                        f"column {error.colno}.") from None
-    return _checked(tree)
+    return _checked(tree, escaped=_ESCAPED_FORBIDDEN.search(text) is not None)
+
+
+def _object(pairs: list):
+    """An object's members as a dict, or as ``_Members`` when a key repeats (the walk names it)."""
+    members = dict(pairs)
+    return members if len(members) == len(pairs) else _Members(pairs)
 
 
 def _integer(text: str):
@@ -113,39 +123,59 @@ def _float(text: str):
     return value if math.isfinite(value) else _BadNumber(text)
 
 
-def _checked(tree):
-    """Walk ``tree`` top-down in document order, turning ``_Members`` into dicts and raising
-    the first rule broken, with its path."""
-    root = [tree]
-    # (container, index or key in it, value, path, depth of the value if it is a container)
-    pending = [(root, 0, tree, "", 1)]
+def _checked(tree, *, escaped: bool):
+    """Walk ``tree`` top-down in document order (an object's keys before its values) and return
+    it, or raise the first rule broken, with its path. Without ``escaped`` no string can hold a
+    forbidden character. A value's place is kept as a chain of (parent place, key or index) and
+    spelled as a path only for an error."""
+    # (value, place, depth of the value if it is a container)
+    pending = [(tree, None, 1)]
     while pending:
-        container, slot, value, path, depth = pending.pop()
-        if isinstance(value, _Members):
+        value, place, depth = pending.pop()
+        if isinstance(value, dict):
             if depth > MAX_JSON_DEPTH:
-                raise _too_deep(path)
-            members: dict = {}
-            for key, member in value:
+                raise _too_deep(_path(place))
+            if escaped:
+                for key in value:
+                    if _FORBIDDEN.search(key):
+                        check_text(key, member_path(_path(place), key))
+            pending.extend((member, (place, key), depth + 1) for key, member in reversed(value.items()))
+        elif isinstance(value, _Members):  # a key repeats: the first bad or repeated key is the error
+            if depth > MAX_JSON_DEPTH:
+                raise _too_deep(_path(place))
+            path, seen = _path(place), set()
+            for key, _ in value:
                 check_text(key, member_path(path, key))
-                if key in members:
+                if key in seen:
                     raise _rule("duplicate_key", member_path(path, key), "names a key the object already has; "
                                 "give each key once")
-                members[key] = member
-            container[slot] = members
-            pending.extend((members, key, member, member_path(path, key), depth + 1)
-                           for key, member in reversed(value))
+                seen.add(key)
         elif isinstance(value, list):
             if depth > MAX_JSON_DEPTH:
-                raise _too_deep(path)
-            pending.extend((value, index, item, f"{path}[{index}]", depth + 1)
-                           for index, item in reversed(list(enumerate(value))))
+                raise _too_deep(_path(place))
+            pending.extend((value[index], (place, index), depth + 1) for index in range(len(value) - 1, -1, -1))
         elif isinstance(value, str):
-            check_text(value, path)
-            _check_timestamp(value, path)
+            if escaped and _FORBIDDEN.search(value):
+                check_text(value, _path(place))
+            if _outside_years(value):
+                raise _rule("datetime_out_of_range", _path(place), f"{value} is outside years 1-9999 in UTC, which "
+                            "cannot be stored and read back")
         elif isinstance(value, _BadNumber):
-            raise _rule("number_out_of_range", path, f"{_excerpt(value.text)} is outside what is stored: integers "
-                        f"from {BIGINT_MIN} to {BIGINT_MAX} (bigint), other numbers finite doubles")
-    return root[0]
+            raise _rule("number_out_of_range", _path(place), f"{_excerpt(value.text)} is outside what is stored: "
+                        f"integers from {BIGINT_MIN} to {BIGINT_MAX} (bigint), other numbers finite doubles")
+    return tree
+
+
+def _path(place) -> str:
+    """The dotted path of a place of ``_checked`` (``None``: the document itself)."""
+    steps = []
+    while place is not None:
+        place, step = place
+        steps.append(step)
+    path = ""
+    for step in reversed(steps):
+        path = f"{path}[{step}]" if isinstance(step, int) else member_path(path, step)
+    return path
 
 
 def check_text(value: str, path: str) -> None:
@@ -159,20 +189,22 @@ def check_text(value: str, path: str) -> None:
                 "a Unicode character; send the character itself or a complete surrogate pair")
 
 
-def _check_timestamp(value: str, path: str) -> None:
+def _outside_years(value: str) -> bool:
+    """Whether ``value`` reads as an ISO 8601 timestamp with an offset whose UTC instant is
+    outside years 1-9999."""
     if len(value) > _TIMESTAMP_CHARS or not value[:4].isdigit():
-        return
+        return False
     try:
         moment = datetime.fromisoformat(value[:-1] + "+00:00" if value[-1] in "Zz" else value)
     except ValueError:
-        return  # not a timestamp: ordinary text
+        return False  # not a timestamp: ordinary text
     if moment.utcoffset() is None:
-        return
+        return False
     try:
         moment.astimezone(timezone.utc)
     except OverflowError:
-        raise _rule("datetime_out_of_range", path, f"{value} is outside years 1-9999 in UTC, which cannot be "
-                    "stored and read back") from None
+        return True
+    return False
 
 
 def _path_too_deep(text: str) -> str | None:

@@ -49,6 +49,7 @@ from memseek_site.conf import memseek_setting
 
 from ..record_sql import RECORD
 from .analyzers import Analyzer, maintained_analyzers
+from .binary_rows import binary_rows
 from .blocks import ROW, SMALL_BLOCK, Block, decode, packed_rows, split
 from .tables import BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, PENDING, group_of
 
@@ -94,11 +95,12 @@ def _compact(cursor, workspace_id: int, analyzer: Analyzer, full: bool) -> Compa
     cursor.execute(f"SELECT id, seq FROM {CHANGE} WHERE workspace_id = %s AND analyzer = %s", key)
     log = cursor.fetchall()
     ids = [change_id for change_id, _ in log]
-    cursor.execute(f"DELETE FROM {PENDING} WHERE workspace_id = %s AND analyzer = %s AND change_id = ANY(%s::bigint[]) "
-                   "RETURNING term, group_id, data", [*key, ids])
-    added: dict[tuple[str, int], list[bytes]] = {}
-    for term, group_id, data in cursor.fetchall():
-        added.setdefault((term, group_id), []).append(data)
+    # The folded rows come back joined by pair and in binary: one row per (term, group) instead
+    # of one per write that touched it, and the data as bytes rather than hex text.
+    added: dict[tuple[str, int], bytes] = {(term, group_id): data for term, group_id, data in binary_rows(
+        f"WITH folded AS (DELETE FROM {PENDING} WHERE workspace_id = %s AND analyzer = %s "
+        "AND change_id = ANY(%s::bigint[]) RETURNING term, group_id, data) "
+        "SELECT term, group_id, string_agg(data, ''::bytea) FROM folded GROUP BY 1, 2", [*key, ids])}
     if full:
         cursor.execute(f"SELECT coalesce(max(seq), 0) FROM {RECORD} WHERE workspace_id = %s", [workspace_id])
         watermark = int(cursor.fetchone()[0])
@@ -139,9 +141,9 @@ def _full(cursor, workspace_id: int, analyzer: Analyzer, watermark: int) -> tupl
 
 
 def _incremental(cursor, workspace_id: int, analyzer: Analyzer, watermark: int, changed: list[int],
-                 added: dict[tuple[str, int], list[bytes]]) -> tuple[int, int]:
+                 added: dict[tuple[str, int], bytes]) -> tuple[int, int]:
     """Rebuild the blocks of the (term, group) pairs the ``changed`` seqs touch; ``added`` holds,
-    by pair, the pending rows of the writes folded in (what they added)."""
+    by pair, the data of the pending rows of the writes folded in (what they added), joined."""
     if not changed:
         return 0, 0
     touched = _touched(cursor, analyzer, changed, added)
@@ -184,7 +186,7 @@ def _incremental(cursor, workspace_id: int, analyzer: Analyzer, watermark: int, 
 
 
 def _touched(cursor, analyzer: Analyzer, changed: list[int],
-             added: dict[tuple[str, int], list[bytes]]) -> dict[tuple[str, int], tuple]:
+             added: dict[tuple[str, int], bytes]) -> dict[tuple[str, int], tuple]:
     """Per (term, group) the ``changed`` seqs touch: those seqs, and the postings to hold for
     them (seqs ascending, tfs, lengths), each seq once.
 
@@ -203,7 +205,7 @@ def _touched(cursor, analyzer: Analyzer, changed: list[int],
     pairs = sorted(added.keys() | left.keys())
     # Every pending posting at once, ordered by (pair, seq): one membership test and one pass for
     # the repeats instead of a few small numpy calls per pair.
-    tables = [np.frombuffer(b"".join(added.get(pair, ())), ROW) for pair in pairs]
+    tables = [np.frombuffer(added.get(pair, b""), ROW) for pair in pairs]
     owner = np.repeat(np.arange(len(pairs)), [table.size for table in tables])
     postings = np.concatenate(tables) if tables else np.empty(0, ROW)
     seqs = postings["seq"].astype(np.int64)

@@ -33,6 +33,11 @@ from .blocks import packed_rows
 from .tables import CHANGE, DOCUMENT, GROUP, GROUP_COLUMNS, GROUP_STATS, PENDING, SOURCE_TOTALS, group_of, group_values
 
 
+# Per record ``r``: its workspace, seq, whether it is visible, and the analyzers it is indexed under.
+_STATE = (f"SELECT r.workspace_id, r.seq, ({live('r')} AND {current_in_lane('r').sql}), "
+          f"ARRAY(SELECT d.analyzer FROM {DOCUMENT} d WHERE d.seq = r.seq) FROM {RECORD} r")
+
+
 def lexical_records_changed(*, record_ids: Sequence, inserted: bool) -> None:
     """Reconcile the index with records ``record_ids`` (just inserted, or just made ready) and the
     lane heads they replaced, for every maintained analyzer; with ``inserted`` add the rows to
@@ -42,15 +47,16 @@ def lexical_records_changed(*, record_ids: Sequence, inserted: bool) -> None:
     if not ids:
         return
     with connection.cursor() as cursor:
+        # The records, the lane heads they replaced, and their state, in one statement.
         cursor.execute(
             f"WITH c AS (SELECT r.* FROM {RECORD} r WHERE r.id = ANY(%s::uuid[])), "
-            "x AS (SELECT c.seq, c.workspace_id FROM c UNION "
-            f"SELECT p.seq, c.workspace_id FROM c CROSS JOIN LATERAL (SELECT p.seq FROM {RECORD} p "
+            "x AS (SELECT c.seq FROM c UNION "
+            f"SELECT p.seq FROM c CROSS JOIN LATERAL (SELECT p.seq FROM {RECORD} p "
             f"WHERE {same_lane('c', 'p')} AND p.seq < c.seq ORDER BY p.seq DESC LIMIT 1) p WHERE c.key IS NOT NULL) "
-            f"SELECT seq, workspace_id FROM x", [ids])
+            f"{_STATE} JOIN x ON x.seq = r.seq", [ids])
         rows = cursor.fetchall()
-        lexical_reconcile(cursor, [seq for seq, _ in rows])
-        due = sorted(workspace_id for workspace_id in {workspace_id for _, workspace_id in rows}
+        _reconcile(cursor, [row[1:] for row in rows])
+        due = sorted(workspace_id for workspace_id in {row[0] for row in rows}
                      if lexical_compaction_due(cursor, workspace_id))
         if inserted:
             cursor.execute(
@@ -85,11 +91,12 @@ def lexical_reconcile(cursor, seqs: Sequence[int]) -> tuple[int, int]:
     maintained analyzer; returns (documents added, documents removed). Idempotent."""
     if not seqs:
         return 0, 0
-    cursor.execute(
-        f"SELECT r.seq, ({live('r')} AND {current_in_lane('r').sql}), "
-        f"ARRAY(SELECT d.analyzer FROM {DOCUMENT} d WHERE d.seq = r.seq) FROM {RECORD} r WHERE r.seq = ANY(%s)",
-        [list(seqs)])
-    rows = cursor.fetchall()
+    cursor.execute(f"{_STATE} WHERE r.seq = ANY(%s)", [list(seqs)])
+    return _reconcile(cursor, [row[1:] for row in cursor.fetchall()])
+
+
+def _reconcile(cursor, rows: Sequence[tuple[int, bool, list[int]]]) -> tuple[int, int]:
+    """``lexical_reconcile`` given the (seq, visible, indexed analyzers) of the records."""
     plans = []
     for analyzer in maintained_analyzers():
         add = sorted(seq for seq, visible, indexed in rows if visible and analyzer.code not in indexed)
@@ -102,51 +109,41 @@ def lexical_reconcile(cursor, seqs: Sequence[int]) -> tuple[int, int]:
         cursor.execute(f"INSERT INTO {GROUP} ({columns}) SELECT DISTINCT {group_values('r')} FROM {RECORD} r "
                        "WHERE r.seq = ANY(%s) ORDER BY 1, 2, 3, 4, 5, 6 ON CONFLICT DO NOTHING", [added])
     for analyzer, add, remove in plans:
-        _log_and_pend(cursor, analyzer, add, remove)
-    for analyzer, add, remove in plans:
-        _documents(cursor, analyzer, add, remove)
+        _apply(cursor, analyzer, add, remove)
     return sum(len(add) for _, add, _ in plans), sum(len(remove) for _, _, remove in plans)
 
 
-def _log_and_pend(cursor, analyzer: Analyzer, add: list[int], remove: list[int]) -> None:
-    """Append the seqs of ``add`` and ``remove`` to the change log and store the postings of
-    ``add`` as pending rows (one per workspace, term and group, named by the workspace's first
-    change row of this statement), in one statement. A removal writes nothing else: its postings
-    stay where they are, and the log tells a query to take them from the documents' side
-    (``query``)."""
+def _apply(cursor, analyzer: Analyzer, add: list[int], remove: list[int]) -> None:
+    """In one statement: append the seqs of ``add`` and ``remove`` to the change log, store the
+    postings of ``add`` as pending rows (one per workspace, term and group, named by the
+    workspace's first change row of this statement), insert the documents of ``add``, delete
+    those of ``remove``, and apply both to the group statistics. ``src`` is materialised so each
+    added record's group and length are computed once for its postings and its document. A
+    removal writes no postings: they stay where they are, and the log tells a query to take
+    them from the documents' side (``query``)."""
     cursor.execute(
         f"WITH log AS (INSERT INTO {CHANGE} (workspace_id, analyzer, seq) SELECT r.workspace_id, %(analyzer)s, r.seq"
         f" FROM {RECORD} r WHERE r.seq = ANY(%(changed)s) ORDER BY r.seq RETURNING id, workspace_id),"
         " first AS (SELECT workspace_id, min(id) AS id FROM log GROUP BY workspace_id),"
-        f" src AS MATERIALIZED (SELECT r.seq, r.workspace_id, r.bm25_tf, r.search_vector, g.id AS group_id,"
+        f" src AS MATERIALIZED (SELECT r.seq, r.workspace_id, r.id, r.bm25_tf, r.search_vector, g.id AS group_id,"
         f" {analyzer.length_sql} AS length FROM {RECORD} r JOIN {GROUP} g ON {group_of('r', 'g')}"
-        " WHERE r.seq = ANY(%(add)s))"
-        f" INSERT INTO {PENDING} (workspace_id, analyzer, term, group_id, change_id, data)"
+        " WHERE r.seq = ANY(%(add)s)),"
+        f" pending AS (INSERT INTO {PENDING} (workspace_id, analyzer, term, group_id, change_id, data)"
         " SELECT p.workspace_id, %(analyzer)s, p.term, p.group_id, f.id, p.data"
         # COLLATE "C": the grouping sort compares bytes, as the table's key does
         f" FROM (SELECT r.workspace_id, t.term COLLATE \"C\" AS term, r.group_id, {packed_rows('x')} AS data"
         f" FROM src r {analyzer.postings_sql}"
-        " GROUP BY 1, 2, 3) p JOIN first f ON f.workspace_id = p.workspace_id",
-        {"analyzer": analyzer.code, "changed": sorted(add + remove), "add": add})
-
-
-def _documents(cursor, analyzer: Analyzer, add: list[int], remove: list[int]) -> None:
-    """Insert the documents of ``add``, delete those of ``remove`` and apply both to the group
-    statistics, in one statement."""
-    cursor.execute(
-        "WITH gone AS ("
-        f" DELETE FROM {DOCUMENT} d WHERE d.analyzer = %(analyzer)s AND d.seq = ANY(%(remove)s)"
-        "  RETURNING d.group_id, d.length),"
-        " new AS ("
-        f" INSERT INTO {DOCUMENT} (seq, analyzer, workspace_id, record_id, group_id, length)"
-        f"  SELECT r.seq, %(analyzer)s, r.workspace_id, r.id, g.id, {analyzer.length_sql}"
-        f"  FROM {RECORD} r JOIN {GROUP} g ON {group_of('r', 'g')} WHERE r.seq = ANY(%(add)s)"
-        "  RETURNING group_id, length),"
+        " GROUP BY 1, 2, 3) p JOIN first f ON f.workspace_id = p.workspace_id),"
+        f" gone AS (DELETE FROM {DOCUMENT} d WHERE d.analyzer = %(analyzer)s AND d.seq = ANY(%(remove)s)"
+        " RETURNING d.group_id, d.length),"
+        f" new AS (INSERT INTO {DOCUMENT} (seq, analyzer, workspace_id, record_id, group_id, length)"
+        " SELECT r.seq, %(analyzer)s, r.workspace_id, r.id, r.group_id, r.length FROM src r"
+        " RETURNING group_id, length),"
         " delta AS (SELECT group_id, sum(n) AS docs, sum(len) AS total FROM ("
-        "  SELECT group_id, -1 AS n, -length::bigint AS len FROM gone"
-        "  UNION ALL SELECT group_id, 1, length::bigint FROM new) u GROUP BY group_id)"
+        " SELECT group_id, -1 AS n, -length::bigint AS len FROM gone"
+        " UNION ALL SELECT group_id, 1, length::bigint FROM new) u GROUP BY group_id)"
         f" INSERT INTO {GROUP_STATS} AS s (group_id, analyzer, docs, total_length)"
         " SELECT group_id, %(analyzer)s, docs, total FROM delta ORDER BY group_id"
         " ON CONFLICT (group_id, analyzer) DO UPDATE"
         " SET docs = s.docs + excluded.docs, total_length = s.total_length + excluded.total_length",
-        {"analyzer": analyzer.code, "add": add, "remove": remove})
+        {"analyzer": analyzer.code, "changed": sorted(add + remove), "add": add, "remove": remove})

@@ -17,8 +17,6 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from jsonschema import Draft202012Validator
-
 from memseek_site.conf import memseek_setting
 from memseek_site.parsing import (PUBLIC_NAME, fail, parse_bool, parse_datetime, parse_list, parse_object,
                                   parse_string, parse_uuid, type_name)
@@ -28,7 +26,7 @@ from ..catalog.collections import PLACEHOLDER, Collection
 from ..catalog.hashing import canonical_json
 from ..catalog.processors import Processor
 from ..catalog.registry import Catalog
-from .content_validation import first_field_type_error, first_schema_error, schema_validator
+from .content_validation import SchemaCheck, first_field_type_error, first_schema_error, schema_check
 
 RESERVED_TYPES = ("run", "erasure")
 _FIELDS = {"entity", "collection", "collection_version", "type", "key", "text", "content", "status", "dedupe_key",
@@ -70,18 +68,18 @@ class _CollectionRules:
 
     processors: tuple[Processor, ...]  # the collection's required and optional processors
     ready_at_insert: bool  # every required processor is a client one (an item that is no tombstone)
-    content_validator: Draft202012Validator  # of the collection's JSON Schema
-    output_validators: dict[str, Draft202012Validator]  # client json processor -> its output schema
+    content_check: SchemaCheck  # of the collection's JSON Schema
+    output_checks: dict[str, SchemaCheck]  # client json processor -> its output schema
 
 
 def _rules(catalog: Catalog, collection: Collection) -> _CollectionRules:
     def build() -> _CollectionRules:
         processors = tuple(catalog.value("processor", name) for name in collection.processors)
         required = [catalog.value("processor", name) for name in collection.required_processors]
-        outputs = {p.name: schema_validator(p.output_schema) for p in processors
+        outputs = {p.name: schema_check(p.output_schema) for p in processors
                    if p.source == "client" and p.kind == "json"}
         return _CollectionRules(processors, all(p.source == "client" for p in required),
-                                schema_validator(collection.schema), outputs)
+                                schema_check(collection.schema), outputs)
 
     return catalog.derived(("record_input.rules", collection.name, collection.version), build)
 
@@ -209,7 +207,7 @@ def _text_and_content(item: dict, content: dict, collection: Collection,
     problem = first_field_type_error(collection.fields.values(), content)
     if problem is not None:
         raise fail(f"content.{problem[0]}", problem[1], "field_type")
-    problem = first_schema_error(rules.content_validator, content)
+    problem = first_schema_error(rules.content_check, content)
     if problem is not None:
         inner, message = problem
         path = f"content.{inner}" if inner else "content"
@@ -253,7 +251,7 @@ def _client_outputs(item: dict, collection: Collection, rules: _CollectionRules,
                        "client_output")
         if len(canonical_json(value).encode("utf-8")) > memseek_setting("MAX_ANNOTATION_BYTES"):
             raise fail(f"annotations.{name}", "exceeds MAX_ANNOTATION_BYTES", "annotation_too_large")
-        problem = first_schema_error(rules.output_validators[name], value)
+        problem = first_schema_error(rules.output_checks[name], value)
         if problem is not None:
             inner, message = problem
             raise fail(f"annotations.{name}" + (f".{inner}" if inner else ""), message, "client_output")

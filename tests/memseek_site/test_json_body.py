@@ -39,6 +39,7 @@ DECODE_CASES = [
     ("lone high surrogate", '{"q": "\\ud800"}', 422, "invalid_character", "q"),
     ("lone low surrogate", '{"q": "x\\udfffy"}', 422, "invalid_character", "q"),
     ("reversed surrogate pair", '{"q": "\\ude00\\ud83d"}', 422, "invalid_character", "q"),
+    ("upper-case lone surrogate", '{"q": ["ok", "\\uDFFF"]}', 422, "invalid_character", "q[1]"),
     ("400-digit integer", '{"scores": {"s": ' + "4" * 400 + "}}", 422, "number_out_of_range", "scores.s"),
     ("bigint max + 1", '{"n": 9223372036854775808}', 422, "number_out_of_range", "n"),
     ("bigint min - 1", '{"n": -9223372036854775809}', 422, "number_out_of_range", "n"),
@@ -77,6 +78,7 @@ def test_each_rule_rejects_with_its_code_and_path(raw, status, code, path):
     '{"t": ["0001-01-01T00:00:00Z", "0001-01-01T00:00:00-14:00", "9999-12-31T23:59:59+14:00", "2026-07-01"]}',
     '{"text": "0001-01-01T00:00:00+14:00 is a date nobody can store", "emoji": "\\ud83d\\ude00 \U0001f600"}',
     '{"a": {"x": 1}, "b": {"x": 1}, "list": [{"x": 1}, {"x": 2}]}',
+    '{"backslash then u0000": "\\\\u0000", "and ud800": ["\\\\ud800"]}',
 ])
 def test_values_inside_every_limit_decode_as_the_standard_library_does(raw):
     assert decode_json_body(raw.encode()) == json.loads(raw)
