@@ -6,9 +6,14 @@ each keeps its own persistent database connection (``CONN_MAX_AGE``) instead of 
 task; before every task a connection that failed, aged out or fails its health check is replaced
 (``close_old_connections``, as Django does between requests).
 
-Tasks run one after another in the calling thread instead when there is only one, inside a
-transaction (other connections could not see its rows: tests, or a caller's atomic block), or
-inside a pool thread (a nested fan-out could otherwise wait for threads busy waiting on it).
+Tasks run one after another in the calling thread instead when there is only one, or inside a
+transaction (other connections could not see its rows: tests, or a caller's atomic block).
+
+A fan-out from inside a pool thread (a search source whose channels fan out again) offers its
+tasks to the pool but never waits for one nobody has started: the calling thread runs the first
+task, then claims and runs each of the others no pool thread has taken yet, and waits only for
+those already running elsewhere. A running task never waits for an unstarted one, so even a
+pool whose every thread is busy fanning out cannot deadlock; idle threads take their share.
 """
 from __future__ import annotations
 
@@ -66,15 +71,39 @@ class _Pool:
 def run_all(tasks: Sequence[Callable[[], object]]) -> list:
     """Results of ``tasks`` in the order given, run concurrently when allowed (module doc). The
     first failure, in that order, is raised once every task has finished."""
-    if len(tasks) <= 1 or connection.in_atomic_block or getattr(_local, "in_pool", False):
+    if len(tasks) <= 1 or connection.in_atomic_block:
         return [task() for task in tasks]
     pool = _current_pool()
-    futures = [pool.submit(task) for task in tasks]
+    if getattr(_local, "in_pool", False):
+        claimables = [_Claimable(task) for task in tasks]
+        for claimable in claimables[1:]:  # offered; the first runs here
+            pool.submit(claimable.run)
+        for claimable in claimables:  # each one no pool thread has taken yet
+            claimable.run()
+        futures = [claimable.future for claimable in claimables]
+    else:
+        futures = [pool.submit(task) for task in tasks]
     errors = [future.exception() for future in futures]
     for error in errors:
         if error is not None:
             raise error
     return [future.result() for future in futures]
+
+
+class _Claimable:
+    """A task run once, by whichever thread calls ``run`` first (a pool thread that picks it up,
+    or the thread that offered it); ``future`` holds its outcome."""
+
+    def __init__(self, task: Callable[[], object]):
+        self.task, self.claim, self.future = task, threading.Lock(), Future()
+
+    def run(self) -> None:
+        if self.claim.acquire(blocking=False):
+            self.future.set_running_or_notify_cancel()
+            try:
+                self.future.set_result(self.task())
+            except BaseException as error:  # handed to the thread that offered it
+                self.future.set_exception(error)
 
 
 def shutdown() -> None:

@@ -65,14 +65,60 @@ def test_the_first_failure_in_order_is_raised_after_every_task_finished():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_fan_out_inside_a_pool_thread_runs_in_that_thread(settings):
-    settings.MEMSEEK = {"SEARCH_MAX_CONCURRENCY": 1}  # a nested submit to the one busy thread would hang
+def test_a_fan_out_inside_the_only_pool_thread_runs_in_that_thread(settings):
+    settings.MEMSEEK = {"SEARCH_MAX_CONCURRENCY": 1}  # waiting for the one busy thread would hang
 
     def outer():
         return parallel.run_all([lambda: threading.current_thread().name] * 3)
 
     [inner] = parallel.run_all([outer, lambda: None])[:1]
     assert len(set(inner)) == 1 and inner[0].startswith("memseek-parallel-")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_fan_out_inside_a_pool_thread_runs_its_tasks_concurrently_on_idle_threads(settings):
+    settings.MEMSEEK = {"SEARCH_MAX_CONCURRENCY": 4}
+    barrier = threading.Barrier(3, timeout=30)  # one after another, the first would wait forever
+
+    def together(i):
+        barrier.wait()
+        return i, threading.current_thread().name
+
+    def outer():
+        return parallel.run_all([lambda i=i: together(i) for i in range(3)])
+
+    inner, _ = parallel.run_all([outer, lambda: None])
+    assert [i for i, _ in inner] == [0, 1, 2] and len({name for _, name in inner}) == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_fan_outs_on_every_pool_thread_at_once_finish(settings):
+    settings.MEMSEEK = {"SEARCH_MAX_CONCURRENCY": 2}
+    both_busy = threading.Barrier(2, timeout=30)
+
+    def outer(name):
+        both_busy.wait()  # each of the two threads runs one outer task: no thread is idle
+        return parallel.run_all([lambda i=i: (name, i) for i in range(3)])
+
+    assert parallel.run_all([lambda: outer("a"), lambda: outer("b")]) == [[("a", i) for i in range(3)],
+                                                                          [("b", i) for i in range(3)]]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_nested_fan_out_raises_its_first_failure_after_every_task_finished(settings):
+    settings.MEMSEEK = {"SEARCH_MAX_CONCURRENCY": 3}
+    finished = []
+
+    def fails(message):
+        finished.append(message)
+        raise ValueError(message)
+
+    def outer():
+        return parallel.run_all([lambda: finished.append("ok"), lambda: fails("first"), lambda: fails("second")])
+
+    with pytest.raises(ValueError, match="first"):
+        parallel.run_all([outer, lambda: None])
+    assert sorted(finished) == ["first", "ok", "second"]
 
 
 @pytest.mark.django_db(transaction=True)
