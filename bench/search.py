@@ -148,8 +148,10 @@ class SqlCapture(Cached):
 
         with connection.execute_wrapper(wrapper):
             yield
-        from catalog_app.lexical.tables import DOCUMENT  # after django.setup(): `python bench/search.py` too
+        from catalog_app.lexical.tables import DOCUMENT, SOURCE_TOTALS  # after django.setup(): `python bench/search.py` too
 
+        # the vector channel's workspace-size probe answers a count, not candidates
+        statements = [(sql, params) for sql, params in statements if SOURCE_TOTALS not in sql]
         if name in self.LEXICAL and any(DOCUMENT in sql for sql, _ in statements):
             statements = self._scan_statements(source, self.LEXICAL[name])
         with self.lock:
