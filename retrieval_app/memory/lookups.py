@@ -45,6 +45,7 @@ def memory_grep(*, workspace, request: GrepRequest) -> dict:
     scope = _window_scope(workspace, catalog, request.window)
     before = _seq_below(workspace.pk, request.page.cursor[1]) if request.page.cursor is not None else None
     matcher = phrase_matcher(request.phrase)
+    candidates = scope & matcher.may_hold("r")
     limit, bound = request.page.limit, memseek_setting("MEMORY_GREP_CANDIDATES")
     # Each step walks the next postings of the phrase's rarest term (or the entity's records),
     # newest first, from where the last stopped, four times more each time: a phrase most
@@ -56,7 +57,7 @@ def memory_grep(*, workspace, request: GrepRequest) -> dict:
     for step in steps:
         seqs = step[:bound - read]
         read += len(seqs)
-        rows += _verified(scope & matcher.may_hold("r"), seqs, matcher)
+        rows += _verified(candidates, seqs, matcher)
         if len(rows) > limit or read >= bound:
             exhausted = False
             break
