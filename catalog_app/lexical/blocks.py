@@ -41,17 +41,6 @@ class Block:
     data: bytes
 
 
-def encode(seqs: np.ndarray, tfs: np.ndarray, lengths: np.ndarray) -> Block:
-    """One block of ascending ``seqs`` (at most ``BLOCK_POSTINGS``, spanning less than 2**32)."""
-    first = int(seqs[0])
-    largest = int(max(tfs.max(), lengths.max()))
-    width = next(size for size, top in _WIDEST.items() if largest <= top)
-    dtype = _WIDTHS[width]
-    data = (np.asarray(seqs - first, _OFFSET).tobytes() + np.asarray(tfs, dtype).tobytes()
-            + np.asarray(lengths, dtype).tobytes())
-    return Block(first, int(seqs[-1]), int(seqs.size), width, data)
-
-
 def block_bytes(postings: int, width: int) -> int:
     """The byte size of a block of ``postings`` at ``width``."""
     return (4 + 2 * width) * postings
@@ -81,10 +70,64 @@ def decode_into(first_seq: int, postings: int, width: int, data: bytes, start: i
 def split(seqs: np.ndarray, tfs: np.ndarray, lengths: np.ndarray) -> list[Block]:
     """Ascending postings cut into blocks of at most ``BLOCK_POSTINGS``, each spanning less
     than 2**32 seqs."""
-    blocks, start = [], 0
-    while start < seqs.size:
-        end = min(start + BLOCK_POSTINGS, seqs.size)
-        end = start + int(np.searchsorted(seqs[start:end], seqs[start] + _MAX_OFFSET, side="right"))
-        blocks.append(encode(seqs[start:end], tfs[start:end], lengths[start:end]))
-        start = end
+    return [block for _, block in split_runs(seqs, tfs, lengths, np.array([0, seqs.size]))]
+
+
+def split_runs(seqs: np.ndarray, tfs: np.ndarray, lengths: np.ndarray,
+               bounds: np.ndarray) -> list[tuple[int, Block]]:
+    """``split`` of every run ``i`` (the postings ``bounds[i]:bounds[i + 1]``, each run
+    ascending, the runs one after the other), as (i, block) in order: numpy over all the runs at
+    once, then a few slices per block, instead of several numpy calls per block."""
+    starts, ends, runs = _cuts(seqs, np.asarray(bounds, np.int64))
+    if not starts.size:
+        return []
+    counts = ends - starts
+    firsts = seqs[starts]
+    largest = np.maximum.reduceat(np.maximum(tfs, lengths), starts)
+    widths = np.select([largest <= _WIDEST[1], largest <= _WIDEST[2]], [1, 2], 4)
+    offsets = np.asarray(seqs - np.repeat(firsts, counts), _OFFSET).tobytes()
+    # Per width, the tfs and lengths of its blocks, packed one block after another.
+    packed, place = {}, np.empty(starts.size, np.int64)
+    for width, dtype in _WIDTHS.items():
+        mine = widths == width
+        if mine.any():
+            chosen = np.repeat(mine, counts)
+            packed[width] = (np.asarray(tfs[chosen], dtype).tobytes(), np.asarray(lengths[chosen], dtype).tobytes())
+            place[mine] = np.cumsum(counts[mine]) - counts[mine]
+    blocks = []
+    for run, start, end, count, first, width, at in zip(runs.tolist(), starts.tolist(), ends.tolist(),
+                                                         counts.tolist(), firsts.tolist(), widths.tolist(),
+                                                         place.tolist()):
+        run_tfs, run_lengths = packed[width]
+        data = (offsets[4 * start:4 * end] + run_tfs[width * at:width * (at + count)]
+                + run_lengths[width * at:width * (at + count)])
+        blocks.append((run, Block(first, int(seqs[end - 1]), count, width, data)))
     return blocks
+
+
+def _cuts(seqs: np.ndarray, bounds: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The blocks' (starts, ends, runs) of ``split_runs``: every ``BLOCK_POSTINGS`` postings of
+    a run, except in a run where such a block would span 2**32 seqs or more, which is cut
+    posting by posting's reach instead."""
+    counts = np.diff(bounds)
+    per_run = -(-counts // BLOCK_POSTINGS)
+    runs = np.repeat(np.arange(counts.size), per_run)
+    nth = np.arange(runs.size) - np.repeat(np.cumsum(per_run) - per_run, per_run)
+    starts = bounds[runs] + nth * BLOCK_POSTINGS
+    ends = np.minimum(starts + BLOCK_POSTINGS, bounds[runs + 1])
+    too_wide = np.unique(runs[seqs[ends - 1] - seqs[starts] > _MAX_OFFSET]) if starts.size else runs
+    if not too_wide.size:
+        return starts, ends, runs
+    keep = ~np.isin(runs, too_wide)
+    cut = [(starts[keep], ends[keep], runs[keep])]
+    for run in too_wide.tolist():
+        start, stop, found = int(bounds[run]), int(bounds[run + 1]), []
+        while start < stop:
+            end = min(start + BLOCK_POSTINGS, stop)
+            end = start + int(np.searchsorted(seqs[start:end], seqs[start] + _MAX_OFFSET, side="right"))
+            found.append((start, end))
+            start = end
+        cut.append((np.array([s for s, _ in found]), np.array([e for _, e in found]), np.full(len(found), run)))
+    starts, ends, runs = (np.concatenate(column) for column in zip(*cut))
+    order = np.argsort(starts, kind="stable")
+    return starts[order], ends[order], runs[order]

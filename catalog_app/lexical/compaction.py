@@ -50,12 +50,15 @@ from memseek_site.conf import memseek_setting
 from ..record_sql import RECORD
 from .analyzers import Analyzer, maintained_analyzers
 from .binary_rows import binary_rows
-from .blocks import ROW, SMALL_BLOCK, Block, decode, packed_rows, split
+from .blocks import ROW, SMALL_BLOCK, Block, decode, split_runs
 from .tables import BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, PENDING, group_of
 
 _LOCK_NAMESPACE = 0x6C78  # pg_advisory_xact_lock(namespace, workspace): one compaction per workspace
 _WIDE_ROW = np.dtype([("seq", ">i8"), ("group", ">i4"), ("tf", ">i4"), ("length", ">i4")])
 _FULL_FETCH = 64  # terms per fetch of a full compaction's server-side cursor
+# A compaction's own memory for sorting and hashing (one per workspace at a time): grouping a
+# few MB of folded pending rows then hashes in memory instead of sorting on disk.
+_WORK_MEM = "64MB"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +79,7 @@ def lexical_compact(*, workspace_id: int, full: bool = False) -> list[Compaction
         cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [_LOCK_NAMESPACE, workspace_id])
         if not cursor.fetchone()[0]:
             return None
+        cursor.execute("SELECT set_config('work_mem', %s, true)", [_WORK_MEM])
         return [_compact(cursor, workspace_id, analyzer, full) for analyzer in maintained_analyzers()]
 
 
@@ -128,15 +132,19 @@ def _full(cursor, workspace_id: int, analyzer: Analyzer, watermark: int) -> tupl
             f"CROSS JOIN {analyzer.terms_sql} WHERE d.workspace_id = %s AND d.analyzer = %s AND d.seq <= %s "
             "GROUP BY t.term", [workspace_id, analyzer.code, watermark])
         while rows := terms.fetchmany(_FULL_FETCH):
-            blocks = []
+            pairs, tables = [], []
             for term, blob in rows:
                 table = np.frombuffer(blob, _WIDE_ROW)
-                by_group = table[np.argsort(table["group"], kind="stable")]  # seq order kept within a group
-                cuts = np.flatnonzero(np.diff(by_group["group"])) + 1
-                for part in np.split(by_group, cuts):
-                    blocks += [(term, int(part["group"][0]), block)
-                               for block in split(part["seq"].astype(np.int64), part["tf"], part["length"])]
-            written += _insert(cursor, workspace_id, analyzer, blocks)
+                table = table[np.argsort(table["group"], kind="stable")]  # seq order kept within a group
+                cuts = np.flatnonzero(np.diff(table["group"])) + 1
+                pairs += [(term, int(group_id)) for group_id in table["group"][np.concatenate([[0], cuts])]]
+                tables.append(table)
+            table = np.concatenate(tables)
+            bounds = np.flatnonzero(np.diff(np.repeat(np.arange(len(tables)), [t.size for t in tables]))
+                                    | np.diff(table["group"])) + 1
+            runs = split_runs(table["seq"].astype(np.int64), table["tf"].astype(np.float64),
+                              table["length"].astype(np.float64), np.concatenate([[0], bounds, [table.size]]))
+            written += _insert(cursor, workspace_id, analyzer, [(*pairs[run], block) for run, block in runs])
     return written, dropped
 
 
@@ -147,9 +155,9 @@ def _incremental(cursor, workspace_id: int, analyzer: Analyzer, watermark: int, 
     if not changed:
         return 0, 0
     touched = _touched(cursor, analyzer, changed, added)
-    if not touched:
+    if not touched.pairs:
         return 0, 0
-    pairs = sorted(touched)
+    pairs = touched.pairs
     cursor.execute(
         f"SELECT b.term, b.group_id, array_agg(b.first_seq ORDER BY b.first_seq), "
         "array_agg(b.last_seq ORDER BY b.first_seq), array_agg(b.postings ORDER BY b.first_seq) "
@@ -158,21 +166,24 @@ def _incremental(cursor, workspace_id: int, analyzer: Analyzer, watermark: int, 
         "GROUP BY 1, 2", [[t for t, _ in pairs], [g for _, g in pairs], workspace_id, analyzer.code])
     existing = {(term, group_id): (np.asarray(firsts, np.int64), lasts, counts)
                 for term, group_id, firsts, lasts, counts in cursor.fetchall()}
-    ranges = [(term, group_id, lo, hi, replaced)
-              for term, group_id in pairs
-              for lo, hi, replaced in _ranges(existing.get((term, group_id)), touched[term, group_id][0], watermark)]
+    whole, ranges = [], []  # ``whole``: the pairs whose new blocks are just their postings to hold
+    for i, pair in enumerate(pairs):
+        found = _ranges(existing.get(pair), touched.changed_of(i), watermark)
+        if len(found) == 1 and not found[0][2] and found[0][0] <= touched.lowest[i]:
+            whole.append(i)
+        else:
+            ranges += [(i, lo, hi, replaced) for lo, hi, replaced in found]
     replaced = _drop(cursor, workspace_id, analyzer,
-                     [(t, g, first) for t, g, _, _, firsts in ranges for first in firsts])
-    blocks = []
-    for term, group_id, lo, hi, firsts in ranges:
-        seqs, now = touched[term, group_id]
-        lowest = int(seqs.min())
+                     [(*pairs[i], first) for i, _, _, firsts in ranges for first in firsts])
+    runs, parts = [pairs[i] for i in whole], [touched.postings_of(whole)]
+    for i, lo, hi, firsts in ranges:
+        seqs, lowest, now = touched.changed_of(i), int(touched.lowest[i]), touched.postings_of([i])[0]
         if not (lo <= lowest and hi > watermark):  # else every posting of ``now`` lies in the range
             inside = (now[0] >= lo) & (now[0] < hi)
             now = tuple(column[inside] for column in now)
         kept = []
         for first in firsts:  # the replaced blocks without the changed seqs
-            part = replaced[term, group_id, first]
+            part = replaced[(*pairs[i], first)]
             if part[0][-1] >= lowest:  # else only appended to (the common case): nothing to drop
                 keep = ~np.isin(part[0], seqs)
                 part = tuple(column[keep] for column in part)
@@ -181,14 +192,43 @@ def _incremental(cursor, workspace_id: int, analyzer: Analyzer, watermark: int, 
             merged = [np.concatenate(column) for column in zip(*kept, now)]
             order = np.argsort(merged[0], kind="stable")
             now = tuple(column[order] for column in merged)
-        blocks += [(term, group_id, block) for block in split(*now)]
+        runs.append(pairs[i])
+        parts.append((now, np.array([0, now[0].size])))
+    columns = [np.concatenate([postings[c] for postings, _ in parts]) for c in range(3)]
+    offsets = np.cumsum([0] + [postings[0].size for postings, _ in parts[:-1]])
+    bounds = np.concatenate([[0]] + [b[1:] + at for (_, b), at in zip(parts, offsets)])
+    blocks = [(*runs[run], block) for run, block in split_runs(*columns, bounds)]
     return _insert(cursor, workspace_id, analyzer, blocks), len(replaced)
 
 
-def _touched(cursor, analyzer: Analyzer, changed: list[int],
-             added: dict[tuple[str, int], bytes]) -> dict[tuple[str, int], tuple]:
-    """Per (term, group) the ``changed`` seqs touch: those seqs, and the postings to hold for
-    them (seqs ascending, tfs, lengths), each seq once.
+@dataclass(frozen=True, slots=True)
+class _Touched:
+    """The (term, group) pairs a compaction's changed seqs touch (``pairs``, sorted). Of pair
+    ``i``: its changed seqs (``changed_of(i)``, the lowest ``lowest[i]``) and the postings to
+    hold for them (seqs ascending, tfs, lengths), each seq once; both arrays hold every pair's
+    values one pair after another, cut at ``changed_bounds`` and ``held_bounds``."""
+    pairs: list[tuple[str, int]]
+    changed: np.ndarray
+    changed_bounds: np.ndarray
+    lowest: np.ndarray
+    held: tuple[np.ndarray, np.ndarray, np.ndarray]
+    held_bounds: np.ndarray
+
+    def changed_of(self, i: int) -> np.ndarray:
+        return self.changed[self.changed_bounds[i]:self.changed_bounds[i + 1]]
+
+    def postings_of(self, chosen: list[int]) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+        """The postings to hold of the pairs ``chosen`` (ascending), one pair after another, and
+        the bounds that cut them by pair."""
+        starts = self.held_bounds[chosen]
+        counts = self.held_bounds[np.asarray(chosen, np.int64) + 1] - starts
+        bounds = np.concatenate([[0], np.cumsum(counts)])
+        index = np.repeat(starts - bounds[:-1], counts) + np.arange(bounds[-1])
+        return tuple(column[index] for column in self.held), bounds
+
+
+def _touched(cursor, analyzer: Analyzer, changed: list[int], added: dict[tuple[str, int], bytes]) -> _Touched:
+    """The pairs the ``changed`` seqs touch, their changed seqs and their postings to hold.
 
     A changed seq that is no document now was removed: its record's terms and group (records
     never change) name the pairs it leaves. Every other change added the postings its pending
@@ -201,29 +241,32 @@ def _touched(cursor, analyzer: Analyzer, changed: list[int],
     cursor.execute(
         f"SELECT t.term COLLATE \"C\", g.id, array_agg(r.seq) FROM {RECORD} r JOIN {GROUP} g ON {group_of('r', 'g')} "
         f"CROSS JOIN {analyzer.terms_sql} WHERE r.seq = ANY(%s::bigint[]) GROUP BY 1, 2", [gone])
-    left = {(term, group_id): np.asarray(seqs, np.int64) for term, group_id, seqs in cursor.fetchall()}
-    pairs = sorted(added.keys() | left.keys())
+    left = cursor.fetchall()
+    pairs = sorted(added.keys() | {(term, group_id) for term, group_id, _ in left})
+    number = {pair: i for i, pair in enumerate(pairs)}
     # Every pending posting at once, ordered by (pair, seq): one membership test and one pass for
     # the repeats instead of a few small numpy calls per pair.
-    tables = [np.frombuffer(added.get(pair, b""), ROW) for pair in pairs]
-    owner = np.repeat(np.arange(len(pairs)), [table.size for table in tables])
-    postings = np.concatenate(tables) if tables else np.empty(0, ROW)
+    data = [added.get(pair, b"") for pair in pairs]
+    postings = np.frombuffer(b"".join(data), ROW)
+    owner = np.repeat(np.arange(len(pairs)), [len(blob) // ROW.itemsize for blob in data])
     seqs = postings["seq"].astype(np.int64)
     order = np.lexsort((seqs, owner))
     owner, seqs, postings = owner[order], seqs[order], postings[order]
     once = np.ones(seqs.size, bool)  # a seq added twice since the last compaction counts once
     once[1:] = (owner[1:] != owner[:-1]) | (seqs[1:] != seqs[:-1])
     held = once & np.isin(seqs, documents)
-    current = (seqs[held], postings["tf"][held].astype(np.float64), postings["length"][held].astype(np.float64))
-    bounds = np.searchsorted(owner, np.arange(len(pairs) + 1))
-    held_bounds = np.searchsorted(owner[held], np.arange(len(pairs) + 1))
-    touched = {}
-    for i, pair in enumerate(pairs):
-        mine = seqs[bounds[i]:bounds[i + 1]]
-        if pair in left:
-            mine = np.concatenate([mine, left[pair]])
-        touched[pair] = (mine, tuple(column[held_bounds[i]:held_bounds[i + 1]] for column in current))
-    return touched
+    # A pair's changed seqs: its pending postings' seqs and the removed seqs that leave it.
+    removed_owner = np.repeat([number[term, group_id] for term, group_id, _ in left],
+                              [len(removed) for _, _, removed in left]).astype(np.int64)
+    changed_owner = np.concatenate([owner, removed_owner])
+    changed_seqs = np.concatenate([seqs, np.fromiter((seq for *_, removed in left for seq in removed), np.int64)])
+    order = np.argsort(changed_owner, kind="stable")
+    changed_owner, changed_seqs = changed_owner[order], changed_seqs[order]
+    changed_bounds = np.searchsorted(changed_owner, np.arange(len(pairs) + 1))
+    lowest = np.minimum.reduceat(changed_seqs, changed_bounds[:-1]) if pairs else changed_seqs
+    return _Touched(pairs, changed_seqs, changed_bounds, lowest,
+                    (seqs[held], postings["tf"][held].astype(np.float64), postings["length"][held].astype(np.float64)),
+                    np.searchsorted(owner[held], np.arange(len(pairs) + 1)))
 
 
 def _drop(cursor, workspace_id: int, analyzer: Analyzer, keys: list[tuple[str, int, int]]) -> dict:

@@ -51,7 +51,7 @@ def agrees_with_the_oracle(ws, k=20):
 def test_a_block_round_trips_in_the_narrowest_width(largest, width):
     seqs = np.array([5, 9, 1_000_000_000], np.int64)
     tfs, lengths = np.array([1, largest, 3]), np.array([largest, 2, 40])
-    block = blocks.encode(seqs, tfs, lengths)
+    [block] = blocks.split(seqs, tfs, lengths)
     assert (block.first_seq, block.last_seq, block.postings, block.width) == (5, 1_000_000_000, 3, width)
     assert len(block.data) == blocks.block_bytes(3, width) == (4 + 2 * width) * 3
     got = blocks.decode(block.first_seq, block.postings, block.width, block.data)
@@ -112,7 +112,7 @@ def test_writes_after_a_compaction_are_read_from_the_rows_until_the_next(ws, mon
 
 def test_the_check_finds_a_block_that_differs_from_its_rows(ws):
     lexical_compact(workspace_id=ws.pk)
-    block = blocks.encode(np.array([1, 2], np.int64), np.array([1, 1]), np.array([3, 3]))
+    [block] = blocks.split(np.array([1, 2], np.int64), np.array([1, 1]), np.array([3, 3]))
     rows(f"UPDATE {BLOCK} SET data = %s, postings = 2, first_seq = 1, last_seq = 2, width = 1 "
          "WHERE workspace_id = %s AND analyzer = 1 AND term = 'gamma' RETURNING 1", [block.data, ws.pk])
     differences = lexical_check(workspace_id=ws.pk)
