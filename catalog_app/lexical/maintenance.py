@@ -108,42 +108,49 @@ def _reconcile(cursor, rows: Sequence[tuple[int, bool, list[int]]]) -> tuple[int
         columns = ", ".join(GROUP_COLUMNS)
         cursor.execute(f"INSERT INTO {GROUP} ({columns}) SELECT DISTINCT {group_values('r')} FROM {RECORD} r "
                        "WHERE r.seq = ANY(%s) ORDER BY 1, 2, 3, 4, 5, 6 ON CONFLICT DO NOTHING", [added])
-    for analyzer, add, remove in plans:
-        _apply(cursor, analyzer, add, remove)
+    if plans:
+        _apply(cursor, plans)
     return sum(len(add) for _, add, _ in plans), sum(len(remove) for _, _, remove in plans)
 
 
-def _apply(cursor, analyzer: Analyzer, add: list[int], remove: list[int]) -> None:
-    """In one statement: append the seqs of ``add`` and ``remove`` to the change log, store the
-    postings of ``add`` as pending rows (one per workspace, term and group, named by the
-    workspace's first change row of this statement), insert the documents of ``add``, delete
-    those of ``remove``, and apply both to the group statistics. ``src`` is materialised so each
-    added record's group and length are computed once for its postings and its document. A
-    removal writes no postings: they stay where they are, and the log tells a query to take
-    them from the documents' side (``query``)."""
+def _apply(cursor, plans: list[tuple[Analyzer, list[int], list[int]]]) -> None:
+    """In one statement, for each (analyzer, seqs to ``add``, seqs to ``remove``) of ``plans``:
+    append the seqs of both to the change log, store the postings of ``add`` as pending rows
+    (one per workspace, term and group, named by the workspace's first change row of this
+    analyzer in this statement), insert the documents of ``add``, delete those of ``remove``;
+    then apply all of it to the group statistics, in (analyzer, group) order. ``src`` is
+    materialised so each added record's group and length are computed once for its postings
+    and its document. A removal writes no postings: they stay where they are, and the log tells
+    a query to take them from the documents' side (``query``)."""
+    parts, deltas, params = [], [], {}
+    for i, (analyzer, add, remove) in enumerate(plans):
+        params.update({f"analyzer{i}": analyzer.code, f"changed{i}": sorted(add + remove), f"add{i}": add,
+                       f"remove{i}": remove})
+        parts.append(
+            f"log{i} AS (INSERT INTO {CHANGE} (workspace_id, analyzer, seq) SELECT r.workspace_id, %(analyzer{i})s,"
+            f" r.seq FROM {RECORD} r WHERE r.seq = ANY(%(changed{i})s) ORDER BY r.seq RETURNING id, workspace_id),"
+            f" first{i} AS (SELECT workspace_id, min(id) AS id FROM log{i} GROUP BY workspace_id),"
+            f" src{i} AS MATERIALIZED (SELECT r.seq, r.workspace_id, r.id, r.bm25_tf, r.search_vector,"
+            f" g.id AS group_id, {analyzer.length_sql} AS length FROM {RECORD} r JOIN {GROUP} g ON {group_of('r', 'g')}"
+            f" WHERE r.seq = ANY(%(add{i})s)),"
+            f" pending{i} AS (INSERT INTO {PENDING} (workspace_id, analyzer, term, group_id, change_id, data)"
+            f" SELECT p.workspace_id, %(analyzer{i})s, p.term, p.group_id, f.id, p.data"
+            # COLLATE "C": the grouping sort compares bytes, as the table's key does
+            f" FROM (SELECT r.workspace_id, t.term COLLATE \"C\" AS term, r.group_id, {packed_rows('x')} AS data"
+            f" FROM src{i} r {analyzer.postings_sql}"
+            f" GROUP BY 1, 2, 3) p JOIN first{i} f ON f.workspace_id = p.workspace_id),"
+            f" gone{i} AS (DELETE FROM {DOCUMENT} d WHERE d.analyzer = %(analyzer{i})s AND d.seq = ANY(%(remove{i})s)"
+            " RETURNING d.group_id, d.length),"
+            f" new{i} AS (INSERT INTO {DOCUMENT} (seq, analyzer, workspace_id, record_id, group_id, length)"
+            f" SELECT r.seq, %(analyzer{i})s, r.workspace_id, r.id, r.group_id, r.length FROM src{i} r"
+            " RETURNING group_id, length)")
+        deltas.append(f"SELECT %(analyzer{i})s::smallint AS analyzer, group_id, -1 AS n, -length::bigint AS len"
+                      f" FROM gone{i} UNION ALL SELECT %(analyzer{i})s, group_id, 1, length::bigint FROM new{i}")
     cursor.execute(
-        f"WITH log AS (INSERT INTO {CHANGE} (workspace_id, analyzer, seq) SELECT r.workspace_id, %(analyzer)s, r.seq"
-        f" FROM {RECORD} r WHERE r.seq = ANY(%(changed)s) ORDER BY r.seq RETURNING id, workspace_id),"
-        " first AS (SELECT workspace_id, min(id) AS id FROM log GROUP BY workspace_id),"
-        f" src AS MATERIALIZED (SELECT r.seq, r.workspace_id, r.id, r.bm25_tf, r.search_vector, g.id AS group_id,"
-        f" {analyzer.length_sql} AS length FROM {RECORD} r JOIN {GROUP} g ON {group_of('r', 'g')}"
-        " WHERE r.seq = ANY(%(add)s)),"
-        f" pending AS (INSERT INTO {PENDING} (workspace_id, analyzer, term, group_id, change_id, data)"
-        " SELECT p.workspace_id, %(analyzer)s, p.term, p.group_id, f.id, p.data"
-        # COLLATE "C": the grouping sort compares bytes, as the table's key does
-        f" FROM (SELECT r.workspace_id, t.term COLLATE \"C\" AS term, r.group_id, {packed_rows('x')} AS data"
-        f" FROM src r {analyzer.postings_sql}"
-        " GROUP BY 1, 2, 3) p JOIN first f ON f.workspace_id = p.workspace_id),"
-        f" gone AS (DELETE FROM {DOCUMENT} d WHERE d.analyzer = %(analyzer)s AND d.seq = ANY(%(remove)s)"
-        " RETURNING d.group_id, d.length),"
-        f" new AS (INSERT INTO {DOCUMENT} (seq, analyzer, workspace_id, record_id, group_id, length)"
-        " SELECT r.seq, %(analyzer)s, r.workspace_id, r.id, r.group_id, r.length FROM src r"
-        " RETURNING group_id, length),"
-        " delta AS (SELECT group_id, sum(n) AS docs, sum(len) AS total FROM ("
-        " SELECT group_id, -1 AS n, -length::bigint AS len FROM gone"
-        " UNION ALL SELECT group_id, 1, length::bigint FROM new) u GROUP BY group_id)"
+        f"WITH {', '.join(parts)},"
+        f" delta AS (SELECT analyzer, group_id, sum(n) AS docs, sum(len) AS total FROM ({' UNION ALL '.join(deltas)}) u"
+        " GROUP BY analyzer, group_id)"
         f" INSERT INTO {GROUP_STATS} AS s (group_id, analyzer, docs, total_length)"
-        " SELECT group_id, %(analyzer)s, docs, total FROM delta ORDER BY group_id"
+        " SELECT group_id, analyzer, docs, total FROM delta ORDER BY analyzer, group_id"
         " ON CONFLICT (group_id, analyzer) DO UPDATE"
-        " SET docs = s.docs + excluded.docs, total_length = s.total_length + excluded.total_length",
-        {"analyzer": analyzer.code, "changed": sorted(add + remove), "add": add, "remove": remove})
+        " SET docs = s.docs + excluded.docs, total_length = s.total_length + excluded.total_length", params)
