@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 from django.db import connection
 
+from ..binary_rows import binary_rows
 from ..record_sql import RECORD, current_in_lane, live, source_bytes
 from .analyzers import Analyzer, maintained_analyzers
-from .binary_rows import binary_rows
 from .blocks import ROW, block_bytes, decode, packed_rows
 from .tables import BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, GROUP_STATS, PENDING, SOURCE_TOTALS, group_of
 

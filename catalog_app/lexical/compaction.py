@@ -47,9 +47,9 @@ from django.db import connection, transaction
 
 from memseek_site.conf import memseek_setting
 
+from ..binary_rows import binary_rows
 from ..record_sql import RECORD
 from .analyzers import Analyzer, maintained_analyzers
-from .binary_rows import binary_rows
 from .blocks import ROW, SMALL_BLOCK, Block, decode, split_runs
 from .tables import BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, PENDING, group_of
 

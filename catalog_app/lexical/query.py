@@ -23,9 +23,9 @@ from django.db import connection
 
 from memseek_site.errors import ApiError
 
+from ..binary_rows import binary_rows
 from ..record_sql import RECORD
 from .analyzers import Analyzer, analyzer_get, maintained_analyzers
-from .binary_rows import binary_rows
 from .block_cache import BLOCKS
 from .blocks import ROW, block_bytes, decode_into, packed_rows
 from .scoring import TermPostings, best_k, contribution, idf, is_among, slots_of, top_candidates

@@ -19,7 +19,7 @@ from functools import partial
 
 from django.db import connection
 
-from catalog_app.lexical.binary_rows import binary_rows
+from catalog_app.binary_rows import binary_rows
 from catalog_app.lexical.query import source_totals
 from catalog_app.record_sql import (EMBEDDING, RECORD, Clause, embedding_rows, hnsw_scan, nearest_sql, vector_distance,
                                     vector_literal)
