@@ -47,14 +47,16 @@ def vector_matches(where: Clause, workspace_id: int, vector: list[float], space:
                    cap: int, min_similarity: float) -> list[tuple[uuid.UUID, float, str | None, str]]:
     """Context retrieval's vector proposals: ``(id, similarity, key, entity)`` of at most ``cap``
     records of ``workspace_id`` under ``where`` (over the record table as ``r``) nearest
-    ``vector`` in ``space``, keeping similarity >= ``min_similarity``, best first, then seq desc."""
+    ``vector`` in ``space``, keeping similarity >= ``min_similarity``, best first, then seq desc.
+    Compares every record when the workspace is small (``_vector``'s rule), else walks HNSW."""
     literal = vector_literal(vector)
     similarity = f"1 - ({vector_distance(dimensions)}) AS similarity"
+    exact = _workspace_at_most(workspace_id, memseek_setting("VECTOR_EXACT_MAX"))
     nearest = nearest_sql(columns=f"r.id, r.seq, r.key, r.entity, {similarity}", space=space,
-                          dimensions=dimensions, where=where.sql)
+                          dimensions=dimensions, where=where.sql, exact=exact)
     sql = (f"SELECT id, similarity, key, entity FROM ({nearest}) nearest WHERE similarity >= %s "
            f"ORDER BY similarity DESC, seq DESC")
-    with hnsw_scan(cap) as cursor:
+    with _nearest_cursor(exact, cap) as cursor:
         cursor.execute(sql, [literal, workspace_id, *where.params, literal, cap, min_similarity])
         return [(row[0], float(row[1]), row[2], row[3]) for row in cursor.fetchall()]
 
@@ -176,16 +178,18 @@ def _vector(resolved: ResolvedSource, context: QueryContext, cap: int) -> list[u
     # records is small whatever the scope; a scope naming entities usually is, which one short
     # count decides.
     limit = memseek_setting("VECTOR_EXACT_MAX")
-    if _workspace_at_most(context.workspace_id, limit) or (
-            resolved.source.scope.entities is not None and _scope_at_most(where, params, limit)):
-        sql = nearest_sql(columns="r.id", space=context.space, dimensions=context.dimensions, where=where, exact=True)
-        with connection.cursor() as cursor:
-            cursor.execute(sql, query_params)
-            return [row[0] for row in cursor.fetchall()]
-    sql = nearest_sql(columns="r.id", space=context.space, dimensions=context.dimensions, where=where)
-    with hnsw_scan(cap) as cursor:
+    exact = _workspace_at_most(context.workspace_id, limit) or (
+        resolved.source.scope.entities is not None and _scope_at_most(where, params, limit))
+    sql = nearest_sql(columns="r.id", space=context.space, dimensions=context.dimensions, where=where, exact=exact)
+    with _nearest_cursor(exact, cap) as cursor:
         cursor.execute(sql, query_params)
         return [row[0] for row in cursor.fetchall()]
+
+
+def _nearest_cursor(exact: bool, pool: int):
+    """The cursor a nearest-records statement runs on: a plain one for an exact comparison, else
+    one under the HNSW settings of a pool of ``pool`` rows."""
+    return connection.cursor() if exact else hnsw_scan(pool)
 
 
 _WRITTEN_AT_LEAST: dict[int, int] = {}  # workspace id: records it is known to have written

@@ -99,3 +99,21 @@ def test_the_query_vector_cache_is_per_workspace(workspace, directory, api, embe
     retrieve(api, {"query": query})
     retrieve(other_api, {"query": query})
     assert embedded_texts == [query, query]  # each workspace's own repeat is still a hit
+
+
+@pytest.mark.parametrize(("exact_max", "exact"), [(2000, True), (2, False)])
+def test_a_small_workspace_compares_every_record_instead_of_walking_the_index(notes, workspace, settings,
+                                                                             exact_max, exact):
+    """As the search vector channel: a workspace that has written at most VECTOR_EXACT_MAX
+    records is compared whole, so no approximate walk can come back short; a larger one walks
+    the HNSW index. Both find the same match here."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    settings.MEMSEEK = {"VECTOR_EXACT_MAX": exact_max}
+    with CaptureQueriesContext(connection) as captured:
+        hits = vector_hits(workspace)
+    assert [str(hit.id) for hit in hits] == [notes["budget"]]
+    statements = [query["sql"] for query in captured.captured_queries]
+    assert any("<=>" in sql and "r.seq DESC LIMIT" in sql for sql in statements) == exact
+    assert any("hnsw.ef_search" in sql for sql in statements) == (not exact)
