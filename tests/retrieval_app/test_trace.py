@@ -55,7 +55,8 @@ def test_stages_without_side_effects_store_no_receipt(workspace):
 
 @pytest.mark.model
 def test_the_vector_leg_uses_the_traces_query_vector_and_reports_its_hnsw_statements(workspace, tmp_path,
-                                                                                        monkeypatch):
+                                                                                        monkeypatch, settings):
+    settings.MEMSEEK = {"VECTOR_EXACT_MAX": 0}  # the index walk, even in a workspace this small
     load(workspace, catalog_dir(tmp_path, embedded=True))
     ids = write(workspace, [note("The quarterly spending limit for the team is forty thousand dollars")])
     enrich(ids)
