@@ -247,8 +247,14 @@ def nearest_sql(*, columns: str, space: str, dimensions: int, where: str, exact:
 
 
 @contextmanager
-def hnsw_scan(pool: int) -> Iterator:
-    """A cursor inside a transaction whose HNSW settings are those of a pool of ``pool`` rows."""
+def nearest_scan(pool: int, *, exact: bool = False) -> Iterator:
+    """The cursor a ``nearest_sql`` statement of the same ``exact`` runs on: a plain one for an
+    exact comparison, else one inside a transaction whose HNSW settings are those of a pool of
+    ``pool`` rows."""
+    if exact:
+        with connection.cursor() as cursor:
+            yield cursor
+        return
     # set_config(..., true) lasts until the end of the transaction, so the scan must run in it.
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SELECT set_config('hnsw.ef_search', %s, true), "

@@ -21,8 +21,8 @@ from django.db import connection
 
 from catalog_app.binary_rows import binary_rows
 from catalog_app.lexical.query import source_totals
-from catalog_app.record_sql import (EMBEDDING, RECORD, Clause, embedding_rows, hnsw_scan, nearest_sql, vector_distance,
-                                    vector_literal)
+from catalog_app.record_sql import (EMBEDDING, RECORD, Clause, embedding_rows, nearest_scan, nearest_sql,
+                                    vector_distance, vector_literal)
 from memseek_site.conf import memseek_setting
 from memseek_site.parallel import run_all
 
@@ -56,7 +56,7 @@ def vector_matches(where: Clause, workspace_id: int, vector: list[float], space:
                           dimensions=dimensions, where=where.sql, exact=exact)
     sql = (f"SELECT id, similarity, key, entity FROM ({nearest}) nearest WHERE similarity >= %s "
            f"ORDER BY similarity DESC, seq DESC")
-    with _nearest_cursor(exact, cap) as cursor:
+    with nearest_scan(cap, exact=exact) as cursor:
         cursor.execute(sql, [literal, workspace_id, *where.params, literal, cap, min_similarity])
         return [(row[0], float(row[1]), row[2], row[3]) for row in cursor.fetchall()]
 
@@ -181,15 +181,9 @@ def _vector(resolved: ResolvedSource, context: QueryContext, cap: int) -> list[u
     exact = _workspace_at_most(context.workspace_id, limit) or (
         resolved.source.scope.entities is not None and _scope_at_most(where, params, limit))
     sql = nearest_sql(columns="r.id", space=context.space, dimensions=context.dimensions, where=where, exact=exact)
-    with _nearest_cursor(exact, cap) as cursor:
+    with nearest_scan(cap, exact=exact) as cursor:
         cursor.execute(sql, query_params)
         return [row[0] for row in cursor.fetchall()]
-
-
-def _nearest_cursor(exact: bool, pool: int):
-    """The cursor a nearest-records statement runs on: a plain one for an exact comparison, else
-    one under the HNSW settings of a pool of ``pool`` rows."""
-    return connection.cursor() if exact else hnsw_scan(pool)
 
 
 _WRITTEN_AT_LEAST: dict[int, int] = {}  # workspace id: records it is known to have written

@@ -2,6 +2,8 @@
 the minimum cosine similarity (a workspace setting), visibility and tenant isolation compiled
 into the vector query."""
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.models import Workspace
@@ -107,9 +109,6 @@ def test_a_small_workspace_compares_every_record_instead_of_walking_the_index(no
     """As the search vector channel: a workspace that has written at most VECTOR_EXACT_MAX
     records is compared whole, so no approximate walk can come back short; a larger one walks
     the HNSW index. Both find the same match here."""
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
     settings.MEMSEEK = {"VECTOR_EXACT_MAX": exact_max}
     with CaptureQueriesContext(connection) as captured:
         hits = vector_hits(workspace)
