@@ -151,7 +151,9 @@ class Record(models.Model):
             models.Index(fields=["workspace", "entity", "collection", "key", "status", "-seq"],
                          condition=Q(key__isnull=False), name="record_keyed_lane"),
             models.Index(fields=["workspace", "type", "-seq"], name="record_type_seq"),
-            models.Index(fields=["workspace", "-occurred_at", "-seq"], name="record_recent"),
+            # Newest first; the trailing collection lets a scan for one collection's newest rows
+            # skip the other collections' newer ones in the index, without reading their rows.
+            models.Index(fields=["workspace", "-occurred_at", "-seq", "collection"], name="record_recent"),
             models.Index(fields=["seq"], condition=Q(enriched_at__isnull=True), name="record_pending"),
             GinIndex(fields=["derived_from"], name="record_derived_from"),
             GinIndex(fields=["search_vector"], name="record_search_vector"),
