@@ -13,7 +13,11 @@ before any timer starts:
    the same rows (read back from the table after each API batch, outside the timers: every
    stored, non-generated column except ``seq``, with a fresh ``id`` and the baseline's
    workspace) written with plain psycopg as (a) one INSERT per row, one transaction per 100
-   rows, and (b) one multi-row INSERT per 100 rows (the stricter baseline).
+   rows, and (b) one multi-row INSERT per 100 rows (the stricter baseline). Twice: ``api``
+   without a broker, where the lexical index's compaction (a Celery task enqueued after the
+   commit of the write that makes the change log long enough) runs eagerly inside that
+   request, and ``api_worker`` with the Celery worker of item 2 on the broker, as deployed,
+   where the compaction runs on the worker beside the requests that follow.
 2. Ingest-to-ready with embeddings: ``POST /records`` into the example catalog's ``main``
    collection (required ``embedding_v1``), from the first POST until every record is ready,
    twice: ``ready`` with enrichment eager inside each request after commit (the default without
@@ -72,7 +76,16 @@ from memseek_site.conf import memseek_setting  # noqa: E402
 BATCH = 100
 API_TARGET = 0.50
 READY_TARGET = 0.80
+API_MEASURES = ("api", "api_worker")
 READY_MEASURES = ("ready", "ready_worker")
+WORKER_MEASURES = ("api_worker", "ready_worker")
+# Where the lexical index's compaction runs (``catalog_app.tasks.compact_lexical_index``, enqueued
+# after a write's commit once the change log is long): without a broker, inside the request that
+# reached the threshold; with one, on the worker, beside the requests that follow.
+API_COMPACTION = {"api": "compaction eager in the request", "api_worker": "compaction on a Celery worker"}
+# The workspaces each measure writes into: its own, and an API measure's two baselines'.
+WORKSPACES = {"api": ("api", "raw_rows", "raw_multi"), "ready": ("ready",),
+              "api_worker": ("api_worker", "raw_rows_worker", "raw_multi_worker"), "ready_worker": ("ready_worker",)}
 DEFAULT_BROKER = "redis://127.0.0.1:6379/13"
 SERVER_ENV = {"DJANGO_SETTINGS_MODULE": "memseek_site.settings"}
 NO_PROCESSORS_CATALOG = ROOT / "bench" / "catalogs" / "no_processors"
@@ -316,10 +329,13 @@ def _ids(answer: dict, expected: int) -> list[str]:
     return [row["id"] for row in answer["inserted"]]
 
 
-def measure_api(server: Server, copier: RowCopier, workspaces: dict, n: int, seed: int, warm_records: int) -> dict:
-    key = workspaces["api"]["key"]
-    api_ws, rows_ws, multi_ws = (workspaces[name]["workspace"].pk for name in ("api", "raw_rows", "raw_multi"))
-    prefix = workspaces["api"]["workspace"].name
+def measure_api(server: Server, copier: RowCopier, workspaces: dict, measure: str, n: int, seed: int,
+                warm_records: int) -> dict:
+    """API ingest ``measure`` (``api`` or ``api_worker``) into its workspaces (``WORKSPACES``)."""
+    api, raw_rows, raw_multi = (workspaces[name] for name in WORKSPACES[measure])
+    key = api["key"]
+    api_ws, rows_ws, multi_ws = (entry["workspace"].pk for entry in (api, raw_rows, raw_multi))
+    prefix = api["workspace"].name
     items = make_records(n, seed, dedupe_prefix=f"{prefix}-api")
     bodies = [(len(batch), json.dumps({"records": batch}).encode()) for batch in batches(items, BATCH)]
     warm = make_records(warm_records, seed + 10_000, dedupe_prefix=f"{prefix}-warm")
@@ -331,7 +347,7 @@ def measure_api(server: Server, copier: RowCopier, workspaces: dict, n: int, see
 
     load = {"start": [round(x, 2) for x in os.getloadavg()]}
     api_times, row_times, multi_times = [], [], []
-    progress = Progress("API ingest + raw INSERT baselines", n)
+    progress = Progress(f"{measure} ingest + raw INSERT baselines", n)
     for size, body in bodies:
         elapsed, answer = post_records(server, body, key)
         api_times.append(elapsed)
@@ -350,7 +366,7 @@ def measure_api(server: Server, copier: RowCopier, workspaces: dict, n: int, see
     ready = copier.conn.execute(f"SELECT count(*) FROM {TABLE} WHERE workspace_id = %s AND enriched_at IS NOT NULL",
                                 [api_ws]).fetchone()[0]
     copier.conn.commit()
-    return {"records": n, "api_seconds": sum(api_times), "per_row_seconds": sum(row_times),
+    return {"compaction": API_COMPACTION[measure], "records": n, "api_seconds": sum(api_times), "per_row_seconds": sum(row_times),
             "multi_row_seconds": sum(multi_times), "api_latency": _latency(api_times),
             "per_row_latency": _latency(row_times), "multi_row_latency": _latency(multi_times),
             "ready_at_insert": ready, "rows_per_workspace": n + len(warm), "load_average": load}
@@ -484,15 +500,16 @@ def _wait_ready(copier: RowCopier, workspace_id: int, timeout: float) -> None:
 
 def rows_for(results: dict) -> list[dict]:
     rows = []
-    api = results.get("api")
-    if api:
+    for api in (results.get(name) for name in API_MEASURES):
+        if not api:
+            continue
         api_rps = api["records"] / api["api_seconds"]
         for label, seconds_key, target in (
                 ("plain INSERT per row, 1 txn per 100 rows (psycopg)", "per_row_seconds", API_TARGET),
                 ("multi-row INSERT, 1 per 100 rows (psycopg; stricter)", "multi_row_seconds", None)):
             baseline_rps = api["records"] / api[seconds_key]
             ratio = api_rps / baseline_rps
-            rows.append({"measure": "API ingest: POST /records, batches of 100, no processors",
+            rows.append({"measure": f"API ingest: POST /records, batches of 100, no processors, {api['compaction']}",
                          "records": api["records"], "seconds": api["api_seconds"], "records_per_s": api_rps,
                          "baseline": label, "baseline_seconds": api[seconds_key], "baseline_records_per_s": baseline_rps,
                          "ratio": ratio, "target": target, "met": None if target is None else ratio >= target})
@@ -552,9 +569,10 @@ def markdown_report(results: dict) -> str:
             f", working tree dirty ({len(git['modified_tracked_files'])} modified tracked files)." if git["dirty"] else "."),
         f"- Database: {env['database']}; settings {env['settings']}.",
     ]
-    api = results.get("api")
-    if api:
-        lines.append(f"- API batch latency: {api['api_latency']}; per-row baseline {api['per_row_latency']}; "
+    for api in (results.get(name) for name in API_MEASURES):
+        if not api:
+            continue
+        lines.append(f"- API batch latency ({api['compaction']}): {api['api_latency']}; per-row baseline {api['per_row_latency']}; "
                      f"multi-row baseline {api['multi_row_latency']}; {api['ready_at_insert']:,} of "
                      f"{api['rows_per_workspace']:,} rows ready at insert; load average {api['load_average']}.")
     for ready in (results.get(name) for name in READY_MEASURES):
@@ -581,8 +599,9 @@ def markdown_report(results: dict) -> str:
                      + f" — eager = each request's texts alone; worker = claims of ENRICH_CLAIM={padding['claim']} "
                        f"nearest in length to the oldest left among ENRICH_POOL={padding['window']}; both in Memseek's "
                        f"calls by token count (≤{padding['embedding_batch']} texts).")
-    if results.get("ready_worker_skipped"):
-        lines.append(f"- Ingest-to-ready with a Celery worker not measured: {results['ready_worker_skipped']}.")
+    if results.get("worker_skipped"):
+        lines.append(f"- The measures with a Celery worker ({', '.join(results['worker_skipped']['measures'])}) were "
+                     f"not run: {results['worker_skipped']['problem']}.")
     lines += ["", "Corpus: `bench/corpus.py` " + json.dumps(results["corpus"]) + "."]
     return "\n".join(lines) + "\n"
 
@@ -607,21 +626,21 @@ def main(argv=None) -> int:
                         help="records for the ingest-to-ready measure (default 2000)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results", help="results directory")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--measures", default="api,ready,ready_worker",
-                        help="comma list of: api, ready, ready_worker (default all three)")
+    parser.add_argument("--measures", default=",".join(WORKSPACES),
+                        help="comma list of: api, ready, api_worker, ready_worker (default all four)")
     parser.add_argument("--worker-concurrency", type=int, default=len(os.sched_getaffinity(0)),
-                        help="pool processes of the Celery worker of ready_worker (default: the usable cores, "
-                             "as Celery's own default)")
+                        help="pool processes of the Celery worker of api_worker and ready_worker (default: the "
+                             "usable cores, as Celery's own default)")
     parser.add_argument("--broker", default=DEFAULT_BROKER,
-                        help=f"Redis broker for ready_worker (default {DEFAULT_BROKER})")
+                        help=f"Redis broker for api_worker and ready_worker (default {DEFAULT_BROKER})")
     parser.add_argument("--warm-records", type=int, default=None,
                         help=f"records (texts) of each untimed warm-up: the API batch, the server's model and the "
                              f"baseline's models (default {BATCH}, and {2 * ENCODE_BATCH} texts for the baseline's "
                              f"models; a smoke run needs a few)")
     args = parser.parse_args(argv)
     measures = {m.strip() for m in args.measures.split(",") if m.strip()}
-    if not measures <= {"api", *READY_MEASURES} or not measures:
-        parser.error("--measures takes api, ready and/or ready_worker")
+    if not measures <= set(WORKSPACES) or not measures:
+        parser.error("--measures takes api, ready, api_worker and/or ready_worker")
     if args.records < 1 or args.ready_records < 1 or (args.warm_records is not None and args.warm_records < 1):
         parser.error("--records, --ready-records and --warm-records must be positive")
     warm_records = args.warm_records or BATCH
@@ -639,10 +658,9 @@ def main(argv=None) -> int:
     copier_conn = raw_connection()
     try:
         workspaces = {}
-        for name, catalog in (("api", NO_PROCESSORS_CATALOG), ("raw_rows", None), ("raw_multi", None),
-                              ("ready", EXAMPLE_CATALOG), ("ready_worker", EXAMPLE_CATALOG)):
-            if name not in measures and (name in READY_MEASURES or "api" not in measures):
-                continue
+        for name in (name for measure in WORKSPACES if measure in measures for name in WORKSPACES[measure]):
+            catalog = {"api": NO_PROCESSORS_CATALOG, "api_worker": NO_PROCESSORS_CATALOG, "ready": EXAMPLE_CATALOG,
+                       "ready_worker": EXAMPLE_CATALOG}.get(name)
             workspace, key = workspace_create(name=f"bench-{stamp}-{name.replace('_', '-')}")
             created.append(workspace)
             if catalog is not None:
@@ -664,19 +682,23 @@ def main(argv=None) -> int:
                                       [item["text"] for item in make_records(warm_texts, args.seed + 20_000)])
             results["encode_baseline"] = baseline.describe()
         if "api" in measures:
-            results["api"] = measure_api(server, copier, workspaces, args.records, args.seed, warm_records)
+            results["api"] = measure_api(server, copier, workspaces, "api", args.records, args.seed, warm_records)
         if "ready" in measures:
             results["ready"] = measure_ready(server, copier, workspaces["ready"], baseline, args.seed,
                                              "eager enrichment inside each request", warm_records)
-        if "ready_worker" in measures:
-            problem = broker_problem(args.broker)
-            if problem:
-                results["ready_worker_skipped"] = problem
-                log(f"ready_worker not measured: {problem}")
-            else:
-                server.stop()
-                worker = CeleryWorker(args.broker, args.worker_concurrency, env=server_env)
-                server = Server(workers=1, env={**server_env, "CELERY_BROKER_URL": args.broker})
+        worker_measures = [name for name in WORKER_MEASURES if name in measures]
+        problem = broker_problem(args.broker) if worker_measures else None
+        if problem:
+            results["worker_skipped"] = {"measures": worker_measures, "problem": problem}
+            log(f"{', '.join(worker_measures)} not measured: {problem}")
+        elif worker_measures:
+            server.stop()
+            worker = CeleryWorker(args.broker, args.worker_concurrency, env=server_env)
+            server = Server(workers=1, env={**server_env, "CELERY_BROKER_URL": args.broker})
+            if "api_worker" in measures:
+                results["api_worker"] = measure_api(server, copier, workspaces, "api_worker", args.records,
+                                                    args.seed, warm_records)
+            if "ready_worker" in measures:
                 results["ready_worker"] = measure_ready(
                     server, copier, workspaces["ready_worker"], baseline, args.seed,
                     f"1 Celery worker of concurrency {args.worker_concurrency}, "

@@ -96,6 +96,23 @@ def test_ingest_bench_on_a_tiny_corpus(tmp_path):
     assert not Workspace.objects.filter(name__startswith="bench-").exists()
 
 
+def test_ingest_bench_measures_the_api_beside_a_celery_worker(tmp_path):
+    # The deployment's form: the server has a broker, so the lexical compaction a write enqueues
+    # goes to the worker instead of running inside the request.
+    call_command("bench", "ingest", "--records", 100, "--warm-records", 5, "--measures", "api_worker",
+                 "--worker-concurrency", 1, "--out", tmp_path)
+
+    result = json.loads((tmp_path / "ingest.json").read_text())
+    assert "worker_skipped" not in result, result.get("worker_skipped")  # CI runs Redis
+    assert "api" not in result and result["api_worker"]["rows_per_workspace"] == 105
+    rows = result["table"]
+    assert [row["measure"] for row in rows] == [
+        "API ingest: POST /records, batches of 100, no processors, compaction on a Celery worker"] * 2
+    assert [row["target"] for row in rows] == [0.5, None] and all(positive(row["ratio"]) for row in rows)
+    assert "- API batch latency (compaction on a Celery worker):" in (tmp_path / "ingest.md").read_text()
+    assert not Workspace.objects.filter(name__startswith="bench-").exists()
+
+
 def test_search_bench_on_a_tiny_corpus(tmp_path, vector_cache, database_prefix):
     call_command("bench", "search", "--size", 100, "--queries", 5, "--iterations", 1, "--clients", 1,
                  "--throughput-seconds", 0.5, "--warmup-seconds", 1, "--workers", 1, "--skip", "one-thread",
