@@ -91,6 +91,8 @@ SERVER_ENV = {"DJANGO_SETTINGS_MODULE": "memseek_site.settings"}
 NO_PROCESSORS_CATALOG = ROOT / "bench" / "catalogs" / "no_processors"
 EXAMPLE_CATALOG = ROOT / "fixtures" / "catalogs" / "example"
 TABLE = "catalog_app_record"
+CATALOGS = {"api": NO_PROCESSORS_CATALOG, "api_worker": NO_PROCESSORS_CATALOG, "ready": EXAMPLE_CATALOG,
+            "ready_worker": EXAMPLE_CATALOG}  # the baselines' workspaces have none
 
 
 def log(message: str) -> None:
@@ -366,10 +368,10 @@ def measure_api(server: Server, copier: RowCopier, workspaces: dict, measure: st
     ready = copier.conn.execute(f"SELECT count(*) FROM {TABLE} WHERE workspace_id = %s AND enriched_at IS NOT NULL",
                                 [api_ws]).fetchone()[0]
     copier.conn.commit()
-    return {"compaction": API_COMPACTION[measure], "records": n, "api_seconds": sum(api_times), "per_row_seconds": sum(row_times),
-            "multi_row_seconds": sum(multi_times), "api_latency": _latency(api_times),
-            "per_row_latency": _latency(row_times), "multi_row_latency": _latency(multi_times),
-            "ready_at_insert": ready, "rows_per_workspace": n + len(warm), "load_average": load}
+    return {"compaction": API_COMPACTION[measure], "records": n, "api_seconds": sum(api_times),
+            "per_row_seconds": sum(row_times), "multi_row_seconds": sum(multi_times),
+            "api_latency": _latency(api_times), "per_row_latency": _latency(row_times),
+            "multi_row_latency": _latency(multi_times), "ready_at_insert": ready, "rows_per_workspace": n + len(warm), "load_average": load}
 
 
 def padding_analysis(model, texts: list[str], claim: int, window: int, embedding_batch: int) -> dict:
@@ -572,7 +574,8 @@ def markdown_report(results: dict) -> str:
     for api in (results.get(name) for name in API_MEASURES):
         if not api:
             continue
-        lines.append(f"- API batch latency ({api['compaction']}): {api['api_latency']}; per-row baseline {api['per_row_latency']}; "
+        lines.append(f"- API batch latency ({api['compaction']}): {api['api_latency']}; "
+                     f"per-row baseline {api['per_row_latency']}; "
                      f"multi-row baseline {api['multi_row_latency']}; {api['ready_at_insert']:,} of "
                      f"{api['rows_per_workspace']:,} rows ready at insert; load average {api['load_average']}.")
     for ready in (results.get(name) for name in READY_MEASURES):
@@ -659,8 +662,7 @@ def main(argv=None) -> int:
     try:
         workspaces = {}
         for name in (name for measure in WORKSPACES if measure in measures for name in WORKSPACES[measure]):
-            catalog = {"api": NO_PROCESSORS_CATALOG, "api_worker": NO_PROCESSORS_CATALOG, "ready": EXAMPLE_CATALOG,
-                       "ready_worker": EXAMPLE_CATALOG}.get(name)
+            catalog = CATALOGS.get(name)
             workspace, key = workspace_create(name=f"bench-{stamp}-{name.replace('_', '-')}")
             created.append(workspace)
             if catalog is not None:
