@@ -4,7 +4,8 @@ Invariant: for each maintained analyzer (``analyzers``), the index holds exactly
 records (live and current in their lane, ``catalog_app.record_sql``; the active and the draft
 lanes alike), maintained in the transactions that change visibility (``maintenance``).
 
-Tables (``models``; DDL in migrations 0009, 0014 and 0018), and why each has the shape it has:
+Tables (``models``; DDL in migrations 0009, 0014, 0018 and 0020), and why each has the shape it
+has:
 
 * ``group``: one row per (workspace, collection, collection_version, type, status, keyed) that
   has ever held a visible record. Documents, blocks and pending rows carry the 4-byte group id
@@ -17,9 +18,9 @@ Tables (``models``; DDL in migrations 0009, 0014 and 0018), and why each has the
   counts. Records are named by ``seq`` (8 bytes, an integer numpy reads directly); UUIDs are
   looked up only for the final hits.
 * ``block``, ``compaction``, ``change``, ``pending``: the postings (term, seq, tf, length), in
-  compacted blocks up to each (workspace, analyzer)'s watermark, and since then as the pending
-  rows the writes stored, one per (term, group) a write touched (``compaction`` has the
-  invariant). A term's df and pruning bound are taken from its postings in scope, exactly.
+  compacted blocks (one per term and group) up to each (workspace, analyzer)'s watermark, and
+  since then as the pending rows the writes stored, one per term a write touched, each posting
+  with its group (``compaction`` has the invariant). A term's df and pruning bound are taken from its postings in scope, exactly.
 * ``group_stats`` (docs, total length per group and analyzer): the maintained statistics.
 * ``source_totals``: per (workspace, collection), every record row ever inserted, visible or not,
   and the sum of their ``record_sql.source_bytes``, for full-scan coverage figures.

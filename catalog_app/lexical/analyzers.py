@@ -24,10 +24,10 @@ class Analyzer:
 
     @property
     def postings_sql(self) -> str:
-        """FROM items after a row ``r`` that has ``seq``, ``length`` and the record's stored
-        columns: ``t.term`` and the posting ``x`` (``seq``, ``tf``, ``length``) of each of its
-        terms, as ``blocks.packed_rows('x')`` packs them."""
-        return f"CROSS JOIN {self.terms_sql} CROSS JOIN LATERAL (SELECT r.seq, t.tf, r.length) x"
+        """FROM items after a row ``r`` that has ``seq``, ``group_id``, ``length`` and the
+        record's stored columns: ``t.term`` and the posting ``x`` (``seq``, ``group_id``, ``tf``,
+        ``length``) of each of its terms, as ``blocks.packed_rows('x')`` packs them."""
+        return f"CROSS JOIN {self.terms_sql} CROSS JOIN LATERAL (SELECT r.seq, r.group_id, t.tf, r.length) x"
 
 
 BM25_V1 = Analyzer("bm25_v1", 1, "LATERAL (SELECT e.key AS term, e.value::integer AS tf "

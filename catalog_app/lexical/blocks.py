@@ -6,8 +6,11 @@ seq, as three little-endian arrays one after the other: the offsets ``seq - firs
 narrowest that holds the block's largest value). So the bench's postings take 6 bytes each
 instead of a B-tree entry of about 40, and numpy reads a block without a copy.
 
-Posting rows read in bulk travel in one wire format too: ``packed_rows`` is the SQL aggregate
-that packs a set of rows into one big-endian ``bytea``, ``ROW`` the numpy dtype that reads it.
+Posting rows read or stored in bulk (pending rows, an entity scope's postings, a full
+compaction's) travel in one wire format too: ``packed_rows`` is the SQL aggregate that packs a
+set of (seq, group, tf, length) rows into one big-endian ``bytea``, ``ROW`` the numpy dtype that
+reads it. The group travels with each posting, so one packed value can hold a term's postings
+of every group.
 
 Pure numpy: no database.
 """
@@ -23,13 +26,14 @@ _WIDTHS = {1: np.dtype("<u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4")}
 _WIDEST = {size: int(np.iinfo(dtype).max) for size, dtype in _WIDTHS.items()}
 _OFFSET = np.dtype("<u4")
 _MAX_OFFSET = 2 ** 32 - 1
-ROW = np.dtype([("seq", ">i8"), ("tf", ">i4"), ("length", ">i4")])
+ROW = np.dtype([("seq", ">i8"), ("group", ">i4"), ("tf", ">i4"), ("length", ">i4")])
 
 
 def packed_rows(alias: str) -> str:
     """SQL: the posting rows ``alias`` aggregated, in no particular order (so the grouping can
     hash instead of sorting every row), into the bytes of ``ROW``."""
-    return f"string_agg(int8send({alias}.seq) || int4send({alias}.tf) || int4send({alias}.length), ''::bytea)"
+    return (f"string_agg(int8send({alias}.seq) || int4send({alias}.group_id) || int4send({alias}.tf) "
+            f"|| int4send({alias}.length), ''::bytea)")
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,8 @@ posting). Read-only.
 """
 from __future__ import annotations
 
+from itertools import groupby
+
 import numpy as np
 from django.db import connection
 
@@ -31,15 +33,17 @@ def lexical_check(*, workspace_id: int) -> list[str]:
         cursor.execute(_SOURCE_TOTALS, {"ws": workspace_id})
         differences += [line for (line,) in cursor.fetchall()]
     for analyzer in maintained_analyzers():
-        differences += [f"{analyzer.name}: {line}"
-                        for row in binary_rows(_postings(analyzer), {"ws": workspace_id, "analyzer": analyzer.code})
-                        for line in _posting_differences(*row)]
+        rows = binary_rows(_postings(analyzer), {"ws": workspace_id, "analyzer": analyzer.code})
+        differences += [f"{analyzer.name}: {line}" for _, term_rows in groupby(rows, key=lambda row: row[0])
+                        for line in _term_differences(list(term_rows))]
     return differences
 
 
 def _postings(analyzer: Analyzer) -> str:
-    """Per (term, group): the postings the records say (seq, tf, length rows of ``ROW``), the
-    blocks, the pending rows, the logged seqs, the member seqs and the watermark."""
+    """Per (term, group), by term then group: the postings the records say (rows of ``ROW``),
+    the blocks, the logged seqs, the member seqs and the watermark; with the term's first row,
+    its pending rows (every group's). A term that only has pending rows comes as one row with
+    a NULL group."""
     return (
         f"WITH w AS (SELECT coalesce(max(watermark), 0) AS watermark FROM {COMPACTION} "
         "WHERE workspace_id = %(ws)s AND analyzer = %(analyzer)s), "
@@ -54,22 +58,39 @@ def _postings(analyzer: Analyzer) -> str:
         "array_agg(last_seq ORDER BY first_seq) AS lasts, array_agg(postings ORDER BY first_seq) AS counts, "
         "array_agg(width ORDER BY first_seq) AS widths, array_agg(data ORDER BY first_seq) AS datas "
         f"FROM {BLOCK} WHERE workspace_id = %(ws)s AND analyzer = %(analyzer)s GROUP BY 1, 2), "
-        f"p AS (SELECT term, group_id, string_agg(data, ''::bytea) AS pending FROM {PENDING} "
-        "WHERE workspace_id = %(ws)s AND analyzer = %(analyzer)s GROUP BY 1, 2), "
+        f"p AS (SELECT term, string_agg(data, ''::bytea) AS pending FROM {PENDING} "
+        "WHERE workspace_id = %(ws)s AND analyzer = %(analyzer)s GROUP BY 1), "
         "eb AS (SELECT coalesce(e.term, b.term) AS term, coalesce(e.group_id, b.group_id) AS group_id, e.blob, "
         "b.firsts, b.lasts, b.counts, b.widths, b.datas FROM e FULL JOIN b ON b.term = e.term "
         "AND b.group_id = e.group_id) "
-        "SELECT coalesce(eb.term, p.term), coalesce(eb.group_id, p.group_id), eb.blob, eb.firsts, eb.lasts, "
-        "eb.counts, eb.widths, eb.datas, p.pending, lg.seqs, mb.seqs, (SELECT watermark FROM w) "
-        "FROM eb FULL JOIN p ON p.term = eb.term AND p.group_id = eb.group_id CROSS JOIN lg CROSS JOIN mb "
-        "ORDER BY 1, 2")
+        "SELECT coalesce(eb.term, p.term), eb.group_id, eb.blob, eb.firsts, eb.lasts, eb.counts, eb.widths, "
+        "eb.datas, CASE WHEN row_number() OVER (PARTITION BY coalesce(eb.term, p.term) ORDER BY eb.group_id) = 1 "
+        "THEN p.pending END, lg.seqs, mb.seqs, (SELECT watermark FROM w) "
+        "FROM eb FULL JOIN p ON p.term = eb.term CROSS JOIN lg CROSS JOIN mb ORDER BY 1, 2")
 
 
-def _posting_differences(term, group_id, blob, firsts, lasts, counts, widths, datas, pending, logged, members,
-                         watermark) -> list[str]:
-    """How one (term, group)'s blocks and pending rows differ from the postings its records
-    say: the blocks from those with seq <= the watermark and not logged, the pending rows of
-    the member seqs from the others."""
+def _term_differences(rows: list[tuple]) -> list[str]:
+    """``_posting_differences`` of each (term, group) of one term's rows, and of each group
+    only its pending rows name."""
+    pending = np.frombuffer(rows[0][8] or b"", ROW)
+    logged, members, watermark = rows[0][9:]
+    lines, groups = [], set()
+    for term, group_id, blob, firsts, lasts, counts, widths, datas, *_ in rows:
+        if group_id is not None:
+            groups.add(group_id)
+            lines += _posting_differences(term, group_id, blob, firsts, lasts, counts, widths, datas,
+                                          pending[pending["group"] == group_id], logged, members, watermark)
+    for group_id in sorted(set(pending["group"].tolist()) - groups):
+        lines += _posting_differences(rows[0][0], group_id, None, None, None, None, None, None,
+                                      pending[pending["group"] == group_id], logged, members, watermark)
+    return lines
+
+
+def _posting_differences(term, group_id, blob, firsts, lasts, counts, widths, datas, pending: np.ndarray, logged,
+                         members, watermark) -> list[str]:
+    """How one (term, group)'s blocks and ``pending`` postings differ from the postings its
+    records say: the blocks from those with seq <= the watermark and not logged, the pending
+    postings of the member seqs from the others."""
     where = f"term {term!r} in group {group_id}"
     lines, parts = [], []
     for first, last, count, width, data in zip(firsts or (), lasts or (), counts or (), widths or (), datas or ()):
@@ -87,8 +108,7 @@ def _posting_differences(term, group_id, blob, firsts, lasts, counts, widths, da
     for seq in logged:
         in_blocks.pop(seq, None)
     members, in_pending = set(members or ()), {}
-    table = np.frombuffer(pending or b"", ROW)
-    for seq, tf, length in zip(table["seq"].tolist(), table["tf"].tolist(), table["length"].tolist()):
+    for seq, tf, length in zip(pending["seq"].tolist(), pending["tf"].tolist(), pending["length"].tolist()):
         if seq in members and in_pending.setdefault(seq, (tf, length)) != (tf, length):
             lines.append(f"pending postings of {where}: seq {seq} is stored as tf {in_pending[seq][0]} length "
                          f"{in_pending[seq][1]} and as tf {tf} length {length}")
@@ -116,7 +136,10 @@ def _compared(where: str, held: dict, expected: dict, extra: str) -> list[str]:
 
 
 def _visible(analyzer: Analyzer) -> str:
-    return (f"SELECT r.seq, r.id, g.id AS group_id, {analyzer.length_sql} AS length, r.bm25_tf, r.search_vector "
+    """The visible records with their group (0 when the index has no group row for them, which
+    ``_documents`` reports) and length."""
+    return (f"SELECT r.seq, r.id, coalesce(g.id, 0) AS group_id, {analyzer.length_sql} AS length, r.bm25_tf, "
+            "r.search_vector "
             f"FROM {RECORD} r LEFT JOIN {GROUP} g ON {group_of('r', 'g')} "
             f"WHERE r.workspace_id = %(ws)s AND {live('r')} AND {current_in_lane('r').sql}")
 

@@ -5,8 +5,8 @@ records hold (the analyzers' SQL); the blocks are a compact copy of their postin
 reads in a few values instead of one entry per posting. Per (workspace, analyzer), the
 compaction row's ``watermark`` W and the change log say what the copy covers: **the blocks hold
 exactly the postings of the documents with seq <= W, except for the seqs the change log
-names.** Every write that adds postings also stores them as pending rows (one per term and
-group it touched), named by its change rows. So a query reads the blocks without the logged
+names.** Every write that adds postings also stores them as pending rows (one per term it
+touched, each posting with its group), named by its change rows. So a query reads the blocks without the logged
 seqs, plus the pending postings of the *member* seqs (the documents with seq > W or a logged
 seq), each seq once (``query``), and gets the truth: a member's postings were stored by the
 write that last added it (records never change, so every write that added it stored the same
@@ -54,7 +54,6 @@ from .blocks import ROW, SMALL_BLOCK, Block, decode, split_runs
 from .tables import BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, PENDING, group_of
 
 _LOCK_NAMESPACE = 0x6C78  # pg_advisory_xact_lock(namespace, workspace): one compaction per workspace
-_WIDE_ROW = np.dtype([("seq", ">i8"), ("group", ">i4"), ("tf", ">i4"), ("length", ">i4")])
 _FULL_FETCH = 64  # terms per fetch of a full compaction's server-side cursor
 # A compaction's own memory for sorting and hashing (one per workspace at a time): grouping a
 # few MB of folded pending rows then hashes in memory instead of sorting on disk.
@@ -99,12 +98,12 @@ def _compact(cursor, workspace_id: int, analyzer: Analyzer, full: bool) -> Compa
     cursor.execute(f"SELECT id, seq FROM {CHANGE} WHERE workspace_id = %s AND analyzer = %s", key)
     log = cursor.fetchall()
     ids = [change_id for change_id, _ in log]
-    # The folded rows come back joined by pair and in binary: one row per (term, group) instead
-    # of one per write that touched it, and the data as bytes rather than hex text.
-    added: dict[tuple[str, int], bytes] = {(term, group_id): data for term, group_id, data in binary_rows(
+    # The folded rows come back joined by term and in binary: one row per term instead of one
+    # per write that touched it, and the data as bytes rather than hex text.
+    added: dict[str, bytes] = dict(binary_rows(
         f"WITH folded AS (DELETE FROM {PENDING} WHERE workspace_id = %s AND analyzer = %s "
-        "AND change_id = ANY(%s::bigint[]) RETURNING term, group_id, data) "
-        "SELECT term, group_id, string_agg(data, ''::bytea) FROM folded GROUP BY 1, 2", [*key, ids])}
+        "AND change_id = ANY(%s::bigint[]) RETURNING term, data) "
+        "SELECT term, string_agg(data, ''::bytea) FROM folded GROUP BY 1", [*key, ids]))
     if full:
         cursor.execute(f"SELECT coalesce(max(seq), 0) FROM {RECORD} WHERE workspace_id = %s", [workspace_id])
         watermark = int(cursor.fetchone()[0])
@@ -134,7 +133,7 @@ def _full(cursor, workspace_id: int, analyzer: Analyzer, watermark: int) -> tupl
         while rows := terms.fetchmany(_FULL_FETCH):
             pairs, tables = [], []
             for term, blob in rows:
-                table = np.frombuffer(blob, _WIDE_ROW)
+                table = np.frombuffer(blob, ROW)
                 table = table[np.argsort(table["group"], kind="stable")]  # seq order kept within a group
                 cuts = np.flatnonzero(np.diff(table["group"])) + 1
                 pairs += [(term, int(group_id)) for group_id in table["group"][np.concatenate([[0], cuts])]]
@@ -149,9 +148,9 @@ def _full(cursor, workspace_id: int, analyzer: Analyzer, watermark: int) -> tupl
 
 
 def _incremental(cursor, workspace_id: int, analyzer: Analyzer, watermark: int, changed: list[int],
-                 added: dict[tuple[str, int], bytes]) -> tuple[int, int]:
+                 added: dict[str, bytes]) -> tuple[int, int]:
     """Rebuild the blocks of the (term, group) pairs the ``changed`` seqs touch; ``added`` holds,
-    by pair, the data of the pending rows of the writes folded in (what they added), joined."""
+    by term, the data of the pending rows of the writes folded in (what they added), joined."""
     if not changed:
         return 0, 0
     touched = _touched(cursor, analyzer, changed, added)
@@ -227,13 +226,13 @@ class _Touched:
         return tuple(column[index] for column in self.held), bounds
 
 
-def _touched(cursor, analyzer: Analyzer, changed: list[int], added: dict[tuple[str, int], bytes]) -> _Touched:
+def _touched(cursor, analyzer: Analyzer, changed: list[int], added: dict[str, bytes]) -> _Touched:
     """The pairs the ``changed`` seqs touch, their changed seqs and their postings to hold.
 
     A changed seq that is no document now was removed: its record's terms and group (records
     never change) name the pairs it leaves. Every other change added the postings its pending
-    rows hold (``added``), so the pairs it touches are theirs; of those postings, the documents'
-    count."""
+    rows hold (``added``, by term; each posting names its group), so the pairs it touches are
+    theirs; of those postings, the documents' count."""
     cursor.execute(f"SELECT seq FROM {DOCUMENT} WHERE analyzer = %s AND seq = ANY(%s::bigint[])",
                    [analyzer.code, changed])
     documents = np.fromiter((row[0] for row in cursor.fetchall()), np.int64)
@@ -242,13 +241,20 @@ def _touched(cursor, analyzer: Analyzer, changed: list[int], added: dict[tuple[s
         f"SELECT t.term COLLATE \"C\", g.id, array_agg(r.seq) FROM {RECORD} r JOIN {GROUP} g ON {group_of('r', 'g')} "
         f"CROSS JOIN {analyzer.terms_sql} WHERE r.seq = ANY(%s::bigint[]) GROUP BY 1, 2", [gone])
     left = cursor.fetchall()
-    pairs = sorted(added.keys() | {(term, group_id) for term, group_id, _ in left})
-    number = {pair: i for i, pair in enumerate(pairs)}
+    # A pair is numbered by its key (term number << 32 | group), so numpy sorts and finds pairs
+    # without a Python object per posting; terms are numbered in sorted order, as pairs sort.
+    terms = sorted(added.keys() | {term for term, _, _ in left})
+    number = {term: i for i, term in enumerate(terms)}
+    postings = np.frombuffer(b"".join(added.values()), ROW)
+    term_of = np.repeat(np.array([number[term] for term in added], np.int64),
+                        [len(blob) // ROW.itemsize for blob in added.values()])
+    added_keys = (term_of << 32) | postings["group"].astype(np.int64)
+    left_keys = np.array([number[term] << 32 | group_id for term, group_id, _ in left], np.int64)
+    keys = np.unique(np.concatenate([added_keys, left_keys]))
+    pairs = [(terms[key >> 32], key & 0xFFFFFFFF) for key in keys.tolist()]
     # Every pending posting at once, ordered by (pair, seq): one membership test and one pass for
     # the repeats instead of a few small numpy calls per pair.
-    data = [added.get(pair, b"") for pair in pairs]
-    postings = np.frombuffer(b"".join(data), ROW)
-    owner = np.repeat(np.arange(len(pairs)), [len(blob) // ROW.itemsize for blob in data])
+    owner = np.searchsorted(keys, added_keys)
     seqs = postings["seq"].astype(np.int64)
     order = np.lexsort((seqs, owner))
     owner, seqs, postings = owner[order], seqs[order], postings[order]
@@ -256,8 +262,7 @@ def _touched(cursor, analyzer: Analyzer, changed: list[int], added: dict[tuple[s
     once[1:] = (owner[1:] != owner[:-1]) | (seqs[1:] != seqs[:-1])
     held = once & np.isin(seqs, documents)
     # A pair's changed seqs: its pending postings' seqs and the removed seqs that leave it.
-    removed_owner = np.repeat([number[term, group_id] for term, group_id, _ in left],
-                              [len(removed) for _, _, removed in left]).astype(np.int64)
+    removed_owner = np.repeat(np.searchsorted(keys, left_keys), [len(removed) for _, _, removed in left])
     changed_owner = np.concatenate([owner, removed_owner])
     changed_seqs = np.concatenate([seqs, np.fromiter((seq for *_, removed in left for seq in removed), np.int64)])
     order = np.argsort(changed_owner, kind="stable")

@@ -9,9 +9,9 @@ call ``lexical_records_changed`` in their own transaction, so a search right aft
 it and a rolled-back batch leaves nothing; the backfill reconciles batches of existing records
 with the same function. A reconcile writes a visible record's document (membership, group,
 length) and appends every added or removed seq to the change log; an added record's postings go
-into pending rows, one per (term, group) a write touches, not one per posting (``compaction``
-folds them into the blocks). Once the log of a workspace is long enough a compaction is enqueued
-to run after commit.
+into pending rows, one per term a write touches (the group travels in each packed posting), not
+one per posting (``compaction`` folds them into the blocks). Once the log of a workspace is
+long enough a compaction is enqueued to run after commit.
 
 Concurrency. Whether a keyed record is current depends on its lane, so every reconcile of a
 keyed record runs under the lane's entity lock (the lock ingest takes; enrichment takes it with
@@ -116,8 +116,8 @@ def _reconcile(cursor, rows: Sequence[tuple[int, bool, list[int]]]) -> tuple[int
 def _apply(cursor, plans: list[tuple[Analyzer, list[int], list[int]]]) -> None:
     """In one statement, for each (analyzer, seqs to ``add``, seqs to ``remove``) of ``plans``:
     append the seqs of both to the change log, store the postings of ``add`` as pending rows
-    (one per workspace, term and group, named by the workspace's first change row of this
-    analyzer in this statement), insert the documents of ``add``, delete those of ``remove``;
+    (one per workspace and term, named by the workspace's first change row of this analyzer in
+    this statement), insert the documents of ``add``, delete those of ``remove``;
     then apply all of it to the group statistics, in (analyzer, group) order. ``src`` is
     materialised so each added record's group and length are computed once for its postings
     and its document. A removal writes no postings: they stay where they are, and the log tells
@@ -133,12 +133,12 @@ def _apply(cursor, plans: list[tuple[Analyzer, list[int], list[int]]]) -> None:
             f" src{i} AS MATERIALIZED (SELECT r.seq, r.workspace_id, r.id, r.bm25_tf, r.search_vector,"
             f" g.id AS group_id, {analyzer.length_sql} AS length FROM {RECORD} r JOIN {GROUP} g ON {group_of('r', 'g')}"
             f" WHERE r.seq = ANY(%(add{i})s)),"
-            f" pending{i} AS (INSERT INTO {PENDING} (workspace_id, analyzer, term, group_id, change_id, data)"
-            f" SELECT p.workspace_id, %(analyzer{i})s, p.term, p.group_id, f.id, p.data"
+            f" pending{i} AS (INSERT INTO {PENDING} (workspace_id, analyzer, term, change_id, data)"
+            f" SELECT p.workspace_id, %(analyzer{i})s, p.term, f.id, p.data"
             # COLLATE "C": the grouping sort compares bytes, as the table's key does
-            f" FROM (SELECT r.workspace_id, t.term COLLATE \"C\" AS term, r.group_id, {packed_rows('x')} AS data"
+            f" FROM (SELECT r.workspace_id, t.term COLLATE \"C\" AS term, {packed_rows('x')} AS data"
             f" FROM src{i} r {analyzer.postings_sql}"
-            f" GROUP BY 1, 2, 3) p JOIN first{i} f ON f.workspace_id = p.workspace_id),"
+            f" GROUP BY 1, 2) p JOIN first{i} f ON f.workspace_id = p.workspace_id),"
             f" gone{i} AS (DELETE FROM {DOCUMENT} d WHERE d.analyzer = %(analyzer{i})s AND d.seq = ANY(%(remove{i})s)"
             " RETURNING d.group_id, d.length),"
             f" new{i} AS (INSERT INTO {DOCUMENT} (seq, analyzer, workspace_id, record_id, group_id, length)"

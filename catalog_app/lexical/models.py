@@ -56,14 +56,13 @@ class LexicalDocument(models.Model):
 
 
 class LexicalPending(models.Model):
-    """The postings one change-log write added for one (term, group), packed as the rows of
-    ``blocks.ROW``; folded into the blocks by the compaction that reads that change."""
+    """The postings one change-log write added for one term, in every group, packed as the rows
+    of ``blocks.ROW``; folded into the blocks by the compaction that reads that change."""
 
-    pk = models.CompositePrimaryKey("workspace_id", "analyzer", "term", "group_id", "change_id")
+    pk = models.CompositePrimaryKey("workspace_id", "analyzer", "term", "change_id")
     workspace_id = models.IntegerField()
     analyzer = models.SmallIntegerField()
     term = models.TextField()
-    group_id = models.IntegerField()
     change_id = models.BigIntegerField()
     data = models.BinaryField()
 

@@ -206,17 +206,17 @@ def _block_sources(blocks: _Blocks, held: dict[bytes, bytes]):
             offset += block_bytes(count, width)
 
 
-def _postings(rows: bytes | None, blocks: _Blocks, logged, members: np.ndarray | None,
+def _postings(rows: bytes | None, blocks: _Blocks, logged, members: np.ndarray | None, groups: np.ndarray,
               held: dict[bytes, bytes], scored: bool) -> tuple[np.ndarray, ...]:
     """One term's (seqs, tfs, lengths) in scope: its blocks (from ``held``, the data this
     process holds by digest, or else from the statement's) without the logged seqs, then its
     other rows: with ``members`` (a scope without entities) its pending rows, of which those
-    of the member seqs count, once each, as ``compaction`` defines them; without, the entity
-    scope's rows read from its records. Decoded straight into the output arrays; without
-    ``scored`` the tfs and lengths are ``None``."""
+    of the scope's ``groups`` and the member seqs count, once each, as ``compaction`` defines
+    them; without, the entity scope's rows read from its records. Decoded straight into the
+    output arrays; without ``scored`` the tfs and lengths are ``None``."""
     table = np.frombuffer(rows or b"", dtype=ROW)
     if members is not None and table.size:
-        table = table[is_among(table["seq"].astype(np.int64), members)]
+        table = table[np.isin(table["group"], groups) & is_among(table["seq"].astype(np.int64), members)]
         table = table[np.unique(table["seq"], return_index=True)[1]]  # a seq added twice since the compaction
     in_blocks = sum(blocks.counts)
     seqs = np.empty(in_blocks + table.size, np.int64)
@@ -258,28 +258,30 @@ def _in_scope(workspace_id: int, spec: Analyzer, terms: tuple[str, ...], scope: 
     """N, the average length and each term's (seqs, tfs, lengths) in ``scope``, from one
     ``_read`` (without ``scored``, the seqs alone: tfs and lengths are ``None``); the blocks it
     received are remembered for the next."""
-    rows, held = _read(workspace_id, spec, terms, scope)
+    rows, held, groups = _read(workspace_id, spec, terms, scope)
     members = rows[0][-1]
     members = None if members is None else np.frombuffer(members, ">i8").astype(np.int64)
+    groups = np.asarray(groups, np.int32)
     arrays = []
-    for _, _, _, term, blob, firsts, counts, widths, groups, digests, data, logged, _ in rows if terms else ():
-        blocks = _Blocks(firsts or (), counts or (), widths or (), groups or (), digests or (), data or b"")
-        arrays.append(_postings(blob, blocks, logged, members, held, scored))
+    for _, _, _, term, blob, firsts, counts, widths, block_groups, digests, data, logged, _ in rows if terms else ():
+        blocks = _Blocks(firsts or (), counts or (), widths or (), block_groups or (), digests or (), data or b"")
+        arrays.append(_postings(blob, blocks, logged, members, groups, held, scored))
         _remember(workspace_id, spec, term, blocks, held)
     return int(rows[0][0]), float(rows[0][2]), arrays
 
 
 def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...],
-          scope: IndexScope) -> tuple[list[tuple], dict[bytes, bytes]]:
+          scope: IndexScope) -> tuple[list[tuple], dict[bytes, bytes], list[int]]:
     """Per term in query order (one row with NULL term columns when no terms): N, total length,
     average, term, its other rows (below), the term's blocks in scope (first seqs, counts,
     widths, groups, digests, and the data of those the process does not hold, one after
     another), the logged seqs and the member seqs (big-endian int8s). The other rows are the
-    big-endian (seq, tf, length) rows of ``blocks.ROW``: a scope without entities reads its
-    pending rows, which count for the member seqs (the documents above the watermark or logged);
-    an entity scope reads its entities' documents and takes their terms from the records
-    (watermark 0, no members: every row counts). Also returns the data the block cache held for the terms, by digest
-    (``block_cache``).
+    big-endian (seq, group, tf, length) rows of ``blocks.ROW``: a scope without entities reads
+    its pending rows in every group, which count for the member seqs (the documents above the
+    watermark or logged) of the scope's groups; an entity scope reads its entities' documents
+    and takes their terms from the records (watermark 0, no members: every row counts). Also
+    returns the data the block cache held for the terms, by digest (``block_cache``), and the
+    scope's group ids.
 
     The scope's groups are read first (a group, once created, never changes), then everything
     else in one statement, so statistics and postings come from one snapshot (a cached block is
@@ -296,10 +298,8 @@ def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...],
         watermark = f"SELECT coalesce(max(watermark), 0) FROM {COMPACTION} WHERE workspace_id = %s AND analyzer = %s"
         watermark_params = [workspace_id, analyzer.code]
         rows = (f"SELECT p.term, string_agg(p.data, ''::bytea) AS postings FROM {PENDING} p "
-                "WHERE p.workspace_id = %s AND p.analyzer = %s AND p.term = ANY(%s) "
-                "AND p.group_id = ANY(%s::integer[]) "
-                "GROUP BY p.term")
-        rows_params = [workspace_id, analyzer.code, list(terms), ids]
+                "WHERE p.workspace_id = %s AND p.analyzer = %s AND p.term = ANY(%s) GROUP BY p.term")
+        rows_params = [workspace_id, analyzer.code, list(terms)]
         members = (f"SELECT coalesce(string_agg(int8send(m.seq), ''::bytea), ''::bytea) FROM (SELECT d.seq "
                    f"FROM {DOCUMENT} d WHERE d.workspace_id = %s AND d.analyzer = %s "
                    "AND d.seq > (SELECT watermark FROM w) UNION ALL "
@@ -313,8 +313,9 @@ def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...],
         stats = f"SELECT count(*) AS n, coalesce(sum(d.length), 0) AS total {entity}"
         stats_params = entity_params
         watermark, watermark_params = "SELECT 0::bigint", []
-        rows = (f"SELECT t.term, {packed_rows('x')} AS postings FROM (SELECT d.seq, d.length, r.bm25_tf, "
-                f"r.search_vector {entity}) r {analyzer.postings_sql} WHERE t.term = ANY(%s) GROUP BY t.term")
+        rows = (f"SELECT t.term, {packed_rows('x')} AS postings FROM (SELECT d.seq, d.group_id, d.length, "
+                f"r.bm25_tf, r.search_vector {entity}) r {analyzer.postings_sql} WHERE t.term = ANY(%s) "
+                "GROUP BY t.term")
         rows_params = [*entity_params, list(terms)]
         members, members_params = "SELECT NULL::bytea", []
     sql = (
@@ -339,7 +340,7 @@ def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...],
     params = [*stats_params, *watermark_params, workspace_id, analyzer.code, *members_params, *rows_params,
               list(held), workspace_id, analyzer.code, list(terms), ids, list(terms)]
     # In query order here, not by the statement: sorting would copy every term's blocks.
-    return [row[:-1] for row in sorted(binary_rows(sql, params), key=lambda row: row[-1] or 0)], held
+    return [row[:-1] for row in sorted(binary_rows(sql, params), key=lambda row: row[-1] or 0)], held, ids
 
 
 def _ranked(above: np.ndarray, above_scores: np.ndarray, tied: np.ndarray, kth: float,

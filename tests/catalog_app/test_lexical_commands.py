@@ -54,9 +54,13 @@ def test_check_passes_on_a_maintained_index(ws):
 @pytest.mark.parametrize("inject,expected", [
     (f"DELETE FROM {PENDING} WHERE workspace_id = %s AND analyzer = 1 AND term = 'gamma' AND %s IS NOT NULL",
      "bm25_v1: pending postings of term 'gamma' in group"),
-    # the first posting's tf (bytes 9-12 of a big-endian (seq, tf, length) row) becomes 9
-    (f"UPDATE {PENDING} SET data = overlay(data PLACING int4send(9) FROM 9) WHERE workspace_id = %s "
+    # the first posting's tf (bytes 13-16 of a big-endian (seq, group, tf, length) row) becomes 9
+    (f"UPDATE {PENDING} SET data = overlay(data PLACING int4send(9) FROM 13) WHERE workspace_id = %s "
      "AND analyzer = 1 AND term = 'alpha' AND %s IS NOT NULL", "holds tf 9 length"),
+    # the first posting's group (bytes 9-12) becomes one no record is in
+    (f"UPDATE {PENDING} SET data = overlay(data PLACING int4send(999999) FROM 9) WHERE workspace_id = %s "
+     "AND analyzer = 1 AND term = 'alpha' AND %s IS NOT NULL",
+     "bm25_v1: pending postings of term 'alpha' in group 999999: seq"),
     (f"DELETE FROM {PENDING} WHERE workspace_id = %s AND analyzer = 2 AND %s IS NOT NULL",
      "english: pending postings of term"),
     (f"DELETE FROM {DOCUMENT} WHERE workspace_id = %s AND analyzer = 1 "

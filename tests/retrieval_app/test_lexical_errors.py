@@ -162,7 +162,7 @@ def test_a_scanned_hit_whose_stored_terms_disagree_with_its_text_fails_with_500(
 
 def _rewrite_latest_pending(ws, term: str, byte: int, value: int) -> None:
     """Overwrite the int4 at ``byte`` (1-based) of the newest write's ``bm25_v1`` pending row of ``term``:
-    9 is the first posting's tf, 13 its length (big-endian (seq, tf, length) rows)."""
+    13 is the first posting's tf, 17 its length (big-endian (seq, group, tf, length) rows)."""
     with connection.cursor() as cursor:
         cursor.execute(f"UPDATE {PENDING} SET data = overlay(data PLACING int4send(%s) FROM %s) "
                        f"WHERE workspace_id = %s AND analyzer = 1 AND term = %s AND change_id = (SELECT max(change_id) "
@@ -176,7 +176,7 @@ def test_an_indexed_hit_whose_posting_disagrees_with_its_record_fails_with_500(a
     assert len(lexical(api, _query())["page"]["hits"]) == 2
     # A longer length than the record's keeps every pruning bound valid, so only the recheck
     # against the record's text can see it.
-    _rewrite_latest_pending(ws, "alpha", 13, 9)
+    _rewrite_latest_pending(ws, "alpha", 17, 9)
     _fails_for(api, _query(), record_id)
 
 
