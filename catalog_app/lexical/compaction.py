@@ -6,9 +6,9 @@ reads in a few values instead of one entry per posting. Per (workspace, analyzer
 compaction row's ``watermark`` W and the change log say what the copy covers: **the blocks hold
 exactly the postings of the documents with seq <= W, except for the seqs the change log
 names.** Every write that adds postings also stores them as pending rows (one per term it
-touched, each posting with its group), named by its change rows. So a query reads the blocks without the logged
-seqs, plus the pending postings of the *member* seqs (the documents with seq > W or a logged
-seq), each seq once (``query``), and gets the truth: a member's postings were stored by the
+touched, each posting with its group), named by its change rows. So a query reads the blocks
+without the logged seqs, plus the pending postings of the *member* seqs (the documents with
+seq > W or a logged seq), each seq once (``query``), and gets the truth: a member's postings were stored by the
 write that last added it (records never change, so every write that added it stored the same
 ones), and a seq that is no document any more is no member.
 
