@@ -8,9 +8,9 @@ exactly the postings of the documents with seq <= W, except for the seqs the cha
 names.** Every write that adds postings also stores them as pending rows (one per term it
 touched, each posting with its group), named by its change rows. So a query reads the blocks
 without the logged seqs, plus the pending postings of the *member* seqs (the documents with
-seq > W or a logged seq), each seq once (``query``), and gets the truth: a member's postings were stored by the
-write that last added it (records never change, so every write that added it stored the same
-ones), and a seq that is no document any more is no member.
+seq > W or a logged seq), each seq once (``query``), and gets the truth: a member's postings
+were stored by the write that last added it (records never change, so every write that added it
+stored the same ones), and a seq that is no document any more is no member.
 
 Why that stays true without locking writers out. Every write that adds or removes postings
 appends its seqs to the change log in its own transaction. A compaction reads the change log
