@@ -20,7 +20,8 @@ has:
 * ``block``, ``compaction``, ``change``, ``pending``: the postings (term, seq, tf, length), in
   compacted blocks (one per term and group) up to each (workspace, analyzer)'s watermark, and
   since then as the pending rows the writes stored, one per term a write touched, each posting
-  with its group (``compaction`` has the invariant). A term's df and pruning bound are taken from its postings in scope, exactly.
+  with its group (``compaction`` has the invariant). A term's df and pruning bound are taken
+  from its postings in scope, exactly.
 * ``group_stats`` (docs, total length per group and analyzer): the maintained statistics.
 * ``source_totals``: per (workspace, collection), every record row ever inserted, visible or not,
   and the sum of their ``record_sql.source_bytes``, for full-scan coverage figures.
