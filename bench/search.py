@@ -201,6 +201,7 @@ STAGES = (
     ("resolve", "resolve", None),
     ("query vector (cache lookup)", "query vector", None),
     ("candidate SQL", "candidates", None),
+    *((f"candidate SQL: {channel}", channel, "candidate SQL") for channel in SqlCapture.CHANNELS),  # concurrent, inside it
     ("reload SQL", "reload", None),
     ("recheck", "recheck", None),
     ("rank (expression)", "rank", None),
@@ -517,12 +518,18 @@ class Bench:
     # -- where the time goes --------------------------------------------------------------------
 
     def measure_stages(self) -> dict:
-        """Per-stage time of every mode and of the 2-source search, one pass over the queries
-        (with stage wrappers, so totals run slightly above the unwrapped figures)."""
+        """Per-stage time of every mode, of the 2- and 4-source searches and of the two search
+        views, one pass over the queries (with stage wrappers, so totals run slightly above the
+        unwrapped figures). Combined searches (several sources) sum stage times over their threads."""
         timer = StageTimer(self.cache)
         out = {}
-        specs = [(mode, lambda q, i, m=mode: mode_body(m, q, i)) for mode in ("hybrid", "vector", "text", "structured")]
-        specs += [("2 sources (RRF)", lambda q, i: multi_body(2, q)), ("4 sources (RRF)", lambda q, i: multi_body(4, q))]
+        specs = [(mode, False, lambda q, i, m=mode: self.call_search(mode_body(m, q, i), timer))
+                 for mode in ("hybrid", "vector", "text", "structured")]
+        specs += [(f"{count} sources (RRF)", True, lambda q, i, c=count: self.call_search(multi_body(c, q), timer))
+                  for count in (2, 4)]
+        specs += [("view events_and_facts", True,
+                   lambda q, i: self.call_view("events_and_facts", {"entity": q["entity"], "task": q["q"]}, timer)),
+                  ("view bm25_and_vector", True, lambda q, i: self.call_view("bm25_and_vector", {"task": q["q"]}, timer))]
         from django.db import connection
 
         statements = []
@@ -531,15 +538,14 @@ class Bench:
             statements.append(sql)
             return execute(sql, params, many, ctx)
 
-        for label, make in specs:
+        for label, combined, run in specs:
             totals, cpu_totals, per_stage, per_stage_cpu, counts = [], [], {}, {}, []
             with connection.execute_wrapper(count):
                 for index, query in enumerate(self.queries):
-                    body = make(query, index)
                     timer.take()
                     statements.clear()
                     started, cpu_started = time.perf_counter(), time.process_time()
-                    self.call_search(body, timer)
+                    run(query, index)
                     totals.append(time.perf_counter() - started)
                     cpu_totals.append(time.process_time() - cpu_started)
                     counts.append(len(statements))
@@ -557,7 +563,6 @@ class Bench:
             top = sum(v["mean_ms"] for v in stages.values() if v["nested_in"] is None)
             top_cpu = sum(v["cpu_mean_ms"] for v in stages.values() if v["nested_in"] is None)
             mean_total, mean_cpu = 1000 * sum(totals) / n, 1000 * sum(cpu_totals) / n
-            combined = "sources" in label
             if not combined:  # combined searches sum stage times over their threads
                 stages["other (unattributed)"] = {"mean_ms": mean_total - top, "cpu_mean_ms": mean_cpu - top_cpu,
                                                   "nested_in": None}

@@ -136,6 +136,11 @@ def test_search_bench_on_a_tiny_corpus(tmp_path, vector_cache, database_prefix):
                                                                "hybrid p50 ≤ 30 ms (warm)",
                                                                "fused BM25 + vector view p50 ≤ 40 ms (warm)"]
     assert all(positive(target["value"]) and not target["binding"] for target in out["targets"])
+    fused = out["stages"]["view bm25_and_vector"]["stages"]  # the view's sources, summed over their threads
+    assert positive(fused["candidate SQL"]["mean_ms"]) and positive(fused["reload SQL"]["mean_ms"])
+    for channel in ("bm25", "text", "vector"):
+        assert positive(fused[f"candidate SQL: channel {channel}"]["mean_ms"]), channel
+    assert fused["candidate SQL: channel bm25"]["nested_in"] == "candidate SQL"
     (round_,) = out["throughput"]["rounds"]
     assert round_["clients"] == 1 and round_["search"]["errors"] == 0 and round_["health"]["errors"] == 0
     assert positive(round_["search"]["requests_per_s"]) and positive(round_["ratio_rps"])
