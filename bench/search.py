@@ -86,6 +86,9 @@ TOPICS = ("budget", "renewal", "pricing", "onboarding", "outage", "latency", "in
 # Request bodies
 
 
+MODES = ("hybrid", "vector", "text", "structured")  # the single-source searches, in report order
+
+
 def mode_body(mode: str, query: dict, index: int) -> dict:
     body = {"mode": mode, "scope": {"collections": ["main"]}, "k": K, "include": INCLUDE, "render": True}
     if mode == "structured":
@@ -108,6 +111,16 @@ SOURCES_4 = (
 def multi_body(count: int, query: dict) -> dict:
     return {"q": query["q"], "sources": [dict(source) for source in SOURCES_4[:count]], "fuse": {"kind": "rrf"},
             "k": K, "include": INCLUDE, "render": True}
+
+
+def events_view_body(query: dict) -> dict:
+    """The parameters of view ``events_and_facts`` (two sources over one contact) for ``query``."""
+    return {"entity": query["entity"], "task": query["q"]}
+
+
+def fused_view_body(query: dict) -> dict:
+    """The parameters of view ``bm25_and_vector`` (workspace-wide) for ``query``."""
+    return {"task": query["q"]}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -201,7 +214,8 @@ STAGES = (
     ("resolve", "resolve", None),
     ("query vector (cache lookup)", "query vector", None),
     ("candidate SQL", "candidates", None),
-    *((f"candidate SQL: {channel}", channel, "candidate SQL") for channel in SqlCapture.CHANNELS),  # concurrent, inside it
+    # each channel on its own row, inside the candidate SQL (channels run concurrently)
+    *((f"candidate SQL: {channel}", channel, "candidate SQL") for channel in SqlCapture.CHANNELS),
     ("reload SQL", "reload", None),
     ("recheck", "recheck", None),
     ("rank (expression)", "rank", None),
@@ -440,7 +454,7 @@ class Bench:
 
     def measure_modes(self) -> list[dict]:
         results = []
-        for mode in ("hybrid", "vector", "text", "structured"):
+        for mode in MODES:
             cases = [mode_body(mode, query, index) for index, query in enumerate(self.queries)]
             result = self._interleaved(mode, cases, self.call_search, self._replay_baseline,
                                        verify=self._verify_candidates)
@@ -468,7 +482,7 @@ class Bench:
                           ratio_to_single_hybrid_p50=result["service"]["p50_ms"] / single_hybrid["service"]["p50_ms"],
                           sources_spec=[{k: v for k, v in s.items() if k != "k"} for s in SOURCES_4[:count]])
             results.append(result)
-        cases = [{"entity": query["entity"], "task": query["q"]} for query in self.queries]
+        cases = [events_view_body(query) for query in self.queries]
         result = self._interleaved("view events_and_facts (2 sources)", cases,
                                    lambda body, trace=None: self.call_view("events_and_facts", body, trace),
                                    self._replay_baseline,
@@ -476,7 +490,7 @@ class Bench:
         result.update(kind="view", sources=2, baseline_label="sum of the 2 sources' raw candidate SQL",
                       ratio_to_single_hybrid_p50=result["service"]["p50_ms"] / single_hybrid["service"]["p50_ms"])
         results.append(result)
-        cases = [{"task": query["q"]} for query in self.queries]
+        cases = [fused_view_body(query) for query in self.queries]
         result = self._interleaved(FUSED_VIEW, cases,
                                    lambda body, trace=None: self.call_view("bm25_and_vector", body, trace),
                                    self._replay_baseline, verify=self._verify_candidates)
@@ -523,13 +537,11 @@ class Bench:
         unwrapped figures). Combined searches (several sources) sum stage times over their threads."""
         timer = StageTimer(self.cache)
         out = {}
-        specs = [(mode, False, lambda q, i, m=mode: self.call_search(mode_body(m, q, i), timer))
-                 for mode in ("hybrid", "vector", "text", "structured")]
+        specs = [(mode, False, lambda q, i, m=mode: self.call_search(mode_body(m, q, i), timer)) for mode in MODES]
         specs += [(f"{count} sources (RRF)", True, lambda q, i, c=count: self.call_search(multi_body(c, q), timer))
                   for count in (2, 4)]
-        specs += [("view events_and_facts", True,
-                   lambda q, i: self.call_view("events_and_facts", {"entity": q["entity"], "task": q["q"]}, timer)),
-                  ("view bm25_and_vector", True, lambda q, i: self.call_view("bm25_and_vector", {"task": q["q"]}, timer))]
+        specs += [(f"view {name}", True, lambda q, i, n=name, b=body: self.call_view(n, b(q), timer))
+                  for name, body in (("events_and_facts", events_view_body), ("bm25_and_vector", fused_view_body))]
         from django.db import connection
 
         statements = []
@@ -1073,7 +1085,7 @@ def plot(results: dict, path: Path) -> None:
     labels = []
     bottoms = []
     for size in sizes:
-        for mode in ("hybrid", "vector", "text", "structured"):
+        for mode in MODES:
             labels.append(f"{mode}\n{int(size):,}")
             bottoms.append(results["sizes"][size]["stages"][mode]["stages"])
     base = [0.0] * len(labels)
