@@ -346,17 +346,20 @@ def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...],
 def _ranked(above: np.ndarray, above_scores: np.ndarray, tied: np.ndarray, kth: float,
             k: int) -> tuple[tuple[UUID, float], ...]:
     """The top ``k`` as (UUID, score): those above the k-th score by score then UUID, then the
-    records tied at it with the smallest UUIDs (only those are read)."""
+    records tied at it with the smallest UUIDs (only those are read), from one statement."""
     if not above.size and not tied.size:
         return ()
+    # bigint[], as seq is: psycopg sends small ints as integer[], and bigint = integer has no
+    # hash, so a plan walking ids in order tested each one against every tied seq.
+    sql, params = f"SELECT seq, id FROM {RECORD} WHERE seq = ANY(%s::bigint[])", [above.tolist()]
+    wanted = k - above.size  # the records above are fewer than k (best_k)
+    if wanted > 0 and tied.size:
+        sql = (f"({sql}) UNION ALL (SELECT seq, id FROM {RECORD} WHERE seq = ANY(%s::bigint[]) "
+               "ORDER BY id LIMIT %s)")
+        params += [tied.tolist(), wanted]
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT seq, id FROM {RECORD} WHERE seq = ANY(%s::bigint[])", [above.tolist()])
+        cursor.execute(sql, params)
         ids = dict(cursor.fetchall())
-        ranked = sorted(zip(above_scores.tolist(), (ids[int(seq)] for seq in above)), key=lambda h: (-h[0], h[1]))
-        if len(ranked) < k and tied.size:
-            # bigint[], as seq is: psycopg sends small ints as integer[], and bigint = integer
-            # has no hash, so a plan walking ids in order tested each one against every tied seq.
-            cursor.execute(f"SELECT id FROM {RECORD} WHERE seq = ANY(%s::bigint[]) ORDER BY id LIMIT %s",
-                           [tied.tolist(), k - len(ranked)])
-            ranked += [(kth, row[0]) for row in cursor.fetchall()]
+    ranked = sorted(zip(above_scores.tolist(), (ids.pop(int(seq)) for seq in above)), key=lambda h: (-h[0], h[1]))
+    ranked += [(kth, uid) for uid in sorted(ids.values())]  # what is left: the tied records read
     return tuple((uid, score) for score, uid in ranked[:k])
