@@ -31,7 +31,7 @@ class CandidateBackend(Protocol):
     CAPABILITIES: tuple[str, ...]
 
     def candidate_ids(self, resolved: ResolvedSource, context: QueryContext, *, bm25: bool = False,
-                      early_reload: Callable[..., Reloaded] | None = None,
+                      early_reload: Callable[[list[uuid.UUID]], Reloaded] | None = None,
                       trace: Trace = NO_TRACE) -> tuple[list[uuid.UUID], Bm25Stats | None, Reloaded]:
         """At most ``resolved.source.candidate_cap()`` ids in the mode's proposal order; the BM25
         statistics of the source's scope when ``bm25``; rows reloaded early by ``early_reload``.

@@ -91,18 +91,17 @@ def match_count(where: Clause, workspace_id: int, query: str, vector: tuple[list
         return int(cursor.fetchone()[0])
 
 def candidate_ids(resolved: ResolvedSource, context: QueryContext, *, bm25: bool = False,
-                  early_reload: Callable[..., Reloaded] | None = None,
+                  early_reload: Callable[[list[uuid.UUID]], Reloaded] | None = None,
                   trace: Trace = NO_TRACE) -> tuple[list[uuid.UUID], Bm25Stats | None, Reloaded]:
     """At most the source's candidate cap of ids, in the mode's proposal order, and with
     ``bm25`` (the rank reads the bm25 signal; text and hybrid mode) the source's BM25
     statistics, whose exact-BM25 candidates join the text channel.
 
-    With ``early_reload`` (``reload_by_id`` bound to the source: called with ids and, with
-    ``bm25``, the statistics) and more than one channel, each channel, on its own thread as soon
-    as it answers, reloads the ids certain to be merged: its first ``cap // channels``
-    (``interleave`` reaches that position in every channel before the pool can fill). The last channel to answer skips it, so what is left for the merged reload
-    is that channel's ids and the few others merged beyond the share; with ``bm25`` so does a
-    channel answering before the BM25 channel (the reload scores with its statistics).
+    With ``early_reload`` (``reload_by_id`` bound to the source, for a hybrid search that does not
+    read bm25), each channel, on its own thread as soon as it answers, reloads the ids certain to
+    be merged: its first ``cap // channels`` (``interleave`` reaches that position in every
+    channel before the pool can fill). Only the last channel to answer skips it, so what is left
+    for the merged reload is that channel's ids and the few others merged beyond the share.
     Returns (ids, stats, reloaded: those early reloads, by id, None where out of scope). Each
     channel runs inside ``trace.stage("channel <name>", resolved)``, the early reload outside it."""
     mode = resolved.source.mode
@@ -113,21 +112,24 @@ def candidate_ids(resolved: ResolvedSource, context: QueryContext, *, bm25: bool
     # The channels are independent queries: run concurrently (memseek_site.parallel), merged in
     # this fixed order whichever finishes first.
     lexical = [_traced(trace, "text", _text, resolved, context, cap)]
-    if bm25:  # the BM25 channel answers its statistics too (_Stats)
-        lexical.append(_traced(trace, "bm25", _bm25, resolved, context, cap))
+    if bm25:
+        lexical.append(_traced(trace, "bm25", bm25_candidates, resolved, context.workspace_id, context.q, cap))
     if mode == "hybrid":
         channels = [_traced(trace, "vector", _vector, resolved, context, cap), *lexical,
                     _traced(trace, "recent", _recent, resolved, context, cap)]
     else:
         channels = lexical
-    waiting = _Countdown(len(channels), needs_stats=bm25)
-    if early_reload is not None and len(channels) > 1:
-        share = cap // len(channels)
+    if early_reload is not None and mode == "hybrid" and not bm25:
+        share, waiting = cap // len(channels), _Countdown(len(channels))
         answers = run_all([partial(_then_reload, channel, early_reload, share, waiting) for channel in channels])
-    else:
-        answers = [(ids, {}) for ids in run_all([partial(_answered, channel, waiting) for channel in channels])]
-    reloaded = {row_id: row for _, rows in answers for row_id, row in rows.items()}
-    return interleave([ids for ids, _ in answers], cap), waiting.stats, reloaded
+        reloaded = {row_id: row for _, rows in answers for row_id, row in rows.items()}
+        return interleave([ids for ids, _ in answers], cap), None, reloaded
+    results = run_all(channels)
+    stats = None
+    if bm25:  # the BM25 channel comes right after the text channel and answers (stats, ids)
+        position = channels.index(lexical[0]) + 1
+        stats, results[position] = results[position]
+    return interleave(results, cap), stats, {}
 
 
 def _traced(trace: Trace, name: str, channel, resolved: ResolvedSource, *args) -> Callable:
@@ -142,46 +144,23 @@ def _in_stage(stage, name: str, channel, resolved: ResolvedSource, *args):
         return channel(resolved, *args)
 
 
-class _Stats:
-    """The BM25 channel's answer: its statistics beside its ids."""
-
-    def __init__(self, stats: Bm25Stats, ids: list[uuid.UUID]):
-        self.stats, self.ids = stats, ids
-
-
-def _bm25(resolved: ResolvedSource, context: QueryContext, cap: int) -> _Stats:
-    return _Stats(*bm25_candidates(resolved, context.workspace_id, context.q, cap))
-
-
 class _Countdown:
-    """How many channels have yet to answer, counted down by each as it does, and the BM25
-    statistics once the BM25 channel has answered (``needs_stats``: the reload scores with them)."""
+    """How many channels have yet to answer, counted down by each as it does."""
 
-    def __init__(self, count: int, *, needs_stats: bool):
+    def __init__(self, count: int):
         self.count, self.lock = count, threading.Lock()
-        self.needs_stats, self.stats = needs_stats, None
 
-    def answered(self, answer: list[uuid.UUID] | _Stats) -> tuple[list[uuid.UUID], bool, Bm25Stats | None]:
-        """Count ``answer`` in: (its ids, whether an early reload of them can run beside another
-        channel, the statistics to reload with). Not when it is the last (nothing runs beside that
-        reload any more: the merged reload takes its ids along), nor while the statistics a reload
-        needs have not arrived."""
+    def last_to_answer(self) -> bool:
         with self.lock:
-            if isinstance(answer, _Stats):
-                self.stats, answer = answer.stats, answer.ids
             self.count -= 1
-            return answer, self.count > 0 and (self.stats is not None or not self.needs_stats), self.stats
-
-
-def _answered(channel, waiting: _Countdown) -> list[uuid.UUID]:
-    return waiting.answered(channel())[0]
+            return self.count == 0
 
 
 def _then_reload(channel, early_reload, share: int, waiting: _Countdown) -> tuple[list[uuid.UUID], Reloaded]:
-    """The channel's ids and, when it may (``_Countdown.answered``), the early reload of its
-    first ``share``."""
-    ids, early, stats = waiting.answered(channel())
-    return ids, (early_reload(ids[:share], *([stats] if waiting.needs_stats else [])) if early else {})
+    """The channel's ids and the early reload of its first ``share``, unless it answered last
+    (nothing runs beside that reload any more: the merged reload takes those ids along)."""
+    ids = channel()
+    return ids, ({} if waiting.last_to_answer() else early_reload(ids[:share]))
 
 
 def _where(resolved: ResolvedSource, context: QueryContext) -> tuple[str, list]:

@@ -1,8 +1,6 @@
 """Hybrid candidates are reloaded in two steps (the pg backend's candidate_ids with early_reload):
 each channel but the last to answer reloads its certain share as it answers, the merged reload
 takes the rest. The rows must be exactly those of one reload of every candidate."""
-import threading
-
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -82,50 +80,3 @@ def test_the_merged_reload_skips_ids_already_reloaded_even_when_out_of_scope(cat
     assert len(queries.captured_queries) == 0
     assert [row.id for row in rows] == ids[1:]
     assert rows == pg_backend.reload_rows(resolved, context, ids[1:], reads=reads)
-
-
-def bm25_source(workspace, q="budget review"):
-    spec = search_spec_parse({"q": q, "mode": "text", "k": 3, "rank": ["bm25"]})
-    catalog = catalog_for_workspace(workspace)
-    resolved = resolve_search(spec, catalog)[0]
-    return resolved, run_module._context(workspace, spec, catalog, [resolved]), rank_signals(resolved.rank)
-
-
-@pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("first", ["bm25", "text"])
-def test_a_bm25_source_reloads_early_only_what_answers_with_or_after_the_statistics(catalog, settings, monkeypatch,
-                                                                                     first):
-    """The text source reading bm25 has two channels; its reload scores with the BM25 channel's
-    statistics, so only a channel answering once they are known (the BM25 channel itself, not
-    being last) reloads early. Each channel here waits for the other to answer first or not."""
-    settings.MEMSEEK = {"TOUCH_ON_READ": False}
-    # The last five only the text channel proposes: English lexemes stem, bm25_v1 terms do not.
-    ingest_ready(catalog, [item(f"{NOTES[i % len(NOTES)]} (note {i})") for i in range(40)]
-                 + [item(f"The budgets were reviewed (memo {i})") for i in range(5)])
-    resolved, context, reads = bm25_source(catalog)
-    answered = {name: threading.Event() for name in ("text", "bm25")}
-    for name, channel in (("text", "_text"), ("bm25", "bm25_candidates")):
-        def ordered(*args, _real=getattr(pg_backend, channel), _name=name):
-            if _name != first:
-                assert answered[first].wait(30)
-            result = _real(*args)
-            answered[_name].set()  # counted in right after this returns, which the other does not need
-            return result
-        monkeypatch.setattr(pg_backend, channel, ordered)
-    early = []
-
-    def early_reload(ids, stats):
-        early.append((list(ids), stats))
-        return pg_backend.reload_by_id(resolved, context, ids, stats, reads=reads, bodies=False)
-
-    ids, stats, reloaded = pg_backend.candidate_ids(resolved, context, bm25=True, early_reload=early_reload)
-    assert stats is not None and stats.terms == ("budget", "review")
-    if first == "text":  # answered before the statistics: nothing could reload early
-        assert early == [] and reloaded == {}
-        return
-    share = resolved.source.candidate_cap() // 2
-    assert len(early) == 1 and early[0][1] is stats and len(early[0][0]) <= share
-    assert set(reloaded) == set(early[0][0]) and set(reloaded) < set(ids)
-    two_step = pg_backend.reload_rows(resolved, context, ids, stats, reads=reads, bodies=False, reloaded=reloaded)
-    assert two_step == pg_backend.reload_rows(resolved, context, ids, stats, reads=reads, bodies=False)
-    assert all(row.bm25 is not None for row in two_step)
