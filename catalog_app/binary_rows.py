@@ -6,7 +6,8 @@ cursors bind client-side and read text, so the statement runs on a psycopg curso
 connection (same transaction), through Django's execute wrappers like any other statement, so
 traces and statement counters still see it, and unprepared, as Django's own cursors run every
 statement (psycopg would prepare one after five runs, and PostgreSQL could then plan it once for
-every scope and term list).
+every scope and term list). Its parameters are bound server-side too, so a large one (the JSON of
+a batch of records) travels as a value instead of a literal escaped into the statement text.
 """
 from __future__ import annotations
 

@@ -10,7 +10,9 @@ import json
 import math
 
 
-def _canonical(value):
+def canonical_form(value):
+    """``value`` as its canonical JSON serialises it (integral floats as ints, keys as strings);
+    ``canonical_json(form, converted=True)`` of it is ``canonical_json(value)``."""
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, float):
@@ -20,14 +22,15 @@ def _canonical(value):
     if isinstance(value, int):
         return value
     if isinstance(value, dict):
-        return {str(key): _canonical(item) for key, item in value.items()}
+        return {str(key): canonical_form(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_canonical(item) for item in value]
+        return [canonical_form(item) for item in value]
     raise TypeError(f"cannot hash a {type(value).__name__}")
 
 
-def canonical_json(value) -> str:
-    return json.dumps(_canonical(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+def canonical_json(value, *, converted: bool = False) -> str:
+    """The canonical JSON of ``value`` (of a ``canonical_form`` result as it is, when ``converted``)."""
+    return json.dumps(value if converted else canonical_form(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
                       allow_nan=False)
 
 

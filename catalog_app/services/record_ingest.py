@@ -20,6 +20,7 @@ from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
 from memseek_site.parsing import fail
 
+from ..binary_rows import binary_rows
 from ..catalog.runtime import catalog_for_workspace
 from ..lexical.maintenance import lexical_records_changed
 from ..models import Workspace
@@ -268,9 +269,9 @@ def _insert(workspace: Workspace, rows: list[tuple[int, PreparedRecord, int]]):
         return [], []
     ids = [uuid.uuid4() for _ in rows]
     batch = [_row_json(record_id, record, depth) for record_id, (_, record, depth) in zip(ids, rows)]
-    with connection.cursor() as cursor:
-        cursor.execute(_INSERT, [workspace.pk, Jsonb(batch)])
-        written = {row[0] for row in cursor.fetchall()}
+    # Bound server-side (binary_rows): the batch's JSON travels as a parameter, not as a string
+    # literal the client escapes and the server scans again.
+    written = {row[0] for row in binary_rows(_INSERT, [workspace.pk, Jsonb(batch)])}
     inserted, raced = [], []
     for (index, record, _), record_id in zip(rows, ids):
         if record_id in written:

@@ -23,7 +23,7 @@ from memseek_site.parsing import (PUBLIC_NAME, fail, parse_bool, parse_datetime,
 
 from ..bm25_terms import term_frequencies
 from ..catalog.collections import PLACEHOLDER, Collection
-from ..catalog.hashing import canonical_json
+from ..catalog.hashing import canonical_form, canonical_json
 from ..catalog.processors import Processor
 from ..catalog.registry import Catalog
 from .content_validation import SchemaCheck, first_field_type_error, first_schema_error, schema_check
@@ -117,8 +117,9 @@ def prepare_record(raw, catalog: Catalog, processor_hashes: dict[str, str], now:
     rules = _rules(catalog, collection)
     if tombstone:
         text, content = _tombstone(item, key, derived_from)
+        content_form = canonical_form(content)
     else:
-        text, content = _text_and_content(item, content, collection, rules)
+        text, content, content_form = _text_and_content(item, content, collection, rules)
     scores, annotations, meta = _client_outputs(item, collection, rules, record_type, processor_hashes, now,
                                                 tombstone=tombstone)
     pending = any(p.source != "client" for p in rules.processors if p.applies_to(record_type)) and not tombstone
@@ -129,7 +130,7 @@ def prepare_record(raw, catalog: Catalog, processor_hashes: dict[str, str], now:
                     tombstone=tombstone, dedupe_key=dedupe_key, derived_from=derived_from, occurred_at=occurred_at,
                     ready_at_insert=ready, pending_processors=pending)
     bm25_tf, bm25_length = term_frequencies(text)
-    return PreparedRecord(**prepared, dedupe_hash=_dedupe_hash(prepared, item), bm25_tf=bm25_tf,
+    return PreparedRecord(**prepared, dedupe_hash=_dedupe_hash(prepared, item, content_form), bm25_tf=bm25_tf,
                           bm25_length=bm25_length)
 
 
@@ -188,7 +189,8 @@ def _tombstone(item: dict, key: str | None, parents: tuple) -> tuple[str, dict]:
 
 
 def _text_and_content(item: dict, content: dict, collection: Collection,
-                      rules: _CollectionRules) -> tuple[str, dict]:
+                      rules: _CollectionRules) -> tuple[str, dict, object]:
+    """The record's text and content, and the content's ``canonical_form`` (its size is checked)."""
     text = item.get("text")
     if text is not None:
         parse_string(text, "text", allow_blank=True)
@@ -201,7 +203,8 @@ def _text_and_content(item: dict, content: dict, collection: Collection,
     if "text" in content and content["text"] != text:
         raise fail("content.text", "differs from the record text; send one or make them equal", "text_mismatch")
     content = {**content, "text": text}
-    size = len(canonical_json(content).encode("utf-8"))
+    form = canonical_form(content)
+    size = len(canonical_json(form, converted=True).encode("utf-8"))
     if size > memseek_setting("MAX_CONTENT_BYTES"):
         raise fail("content", f"{size} bytes; at most {memseek_setting('MAX_CONTENT_BYTES')}", "content_too_large")
     problem = first_field_type_error(collection.fields.values(), content)
@@ -212,7 +215,7 @@ def _text_and_content(item: dict, content: dict, collection: Collection,
         inner, message = problem
         path = f"content.{inner}" if inner else "content"
         raise fail(path, message, "content_schema")
-    return text, content
+    return text, content, form
 
 
 def _project(template: str, content: dict) -> str:
@@ -275,14 +278,15 @@ def _client_outputs(item: dict, collection: Collection, rules: _CollectionRules,
     return scores, annotations, meta
 
 
-def _dedupe_hash(prepared: dict, item: dict) -> str:
+def _dedupe_hash(prepared: dict, item: dict, content_form) -> str:
     """Identity of an idempotent retry: the canonical payload, with ``occurred_at`` and client
-    outputs only when explicitly supplied."""
+    outputs only when explicitly supplied (the content as its ``canonical_form``, converted once)."""
     payload = {key: prepared[key] for key in ("entity", "collection", "collection_version", "collection_hash",
-                                              "type", "key", "status", "content")}
+                                              "type", "key", "status")}
     payload["derived_from"] = sorted(str(parent) for parent in prepared["derived_from"])
     occurred_at = prepared["occurred_at"]
     payload["occurred_at"] = occurred_at.astimezone(timezone.utc).isoformat() if occurred_at else None
     payload["scores"] = item.get("scores")
     payload["annotations"] = item.get("annotations")
-    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+    form = {**canonical_form(payload), "content": content_form}
+    return hashlib.sha256(canonical_json(form, converted=True).encode("utf-8")).hexdigest()

@@ -1,11 +1,13 @@
 """``record_ingest`` below the API: the batch insert stores exactly what preparation produced,
 whatever mix of NULL and set values a batch holds, keeps the insert-time dedupe race, and
 takes the lock of every keyed entity."""
+import hashlib
 from datetime import datetime, timezone
 
 from django.db import connection
 from django.utils import timezone as django_timezone
 
+from catalog_app.catalog.hashing import canonical_json
 from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.models import Record
 from catalog_app.services import record_ingest
@@ -123,3 +125,20 @@ def test_every_keyed_entity_is_locked_before_the_write(catalog, monkeypatch):
     expected.add((record_ingest._LOCK_NAMESPACE, catalog.pk, 2))  # the shared workspace lock
     assert held == [expected]
     assert _entity_lock("contact.events-only", catalog.pk) not in held[0]
+
+
+def test_the_dedupe_hash_is_the_sha256_of_the_whole_canonical_payload(catalog):
+    """Preparation converts the content to its canonical form once and reuses it for the hash;
+    the hash must stay that of the payload converted in one piece (stored hashes compare to it)."""
+    *events, status_value = parents(catalog, 3)
+    workspace_catalog = catalog_for_workspace(catalog)
+    hashes = {d.name: d.hash for d in workspace_catalog.all("processor") if d.active}
+    for item in mixed_batch(events, status_value):
+        prepared = prepare_record(item, workspace_catalog, hashes, django_timezone.now())
+        payload = {key: getattr(prepared, key) for key in ("entity", "collection", "collection_version",
+                                                           "collection_hash", "type", "key", "status", "content")}
+        occurred_at = prepared.occurred_at
+        payload.update(derived_from=sorted(str(parent) for parent in prepared.derived_from),
+                       occurred_at=occurred_at.astimezone(timezone.utc).isoformat() if occurred_at else None,
+                       scores=item.get("scores"), annotations=item.get("annotations"))
+        assert prepared.dedupe_hash == hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
