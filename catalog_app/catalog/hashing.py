@@ -30,8 +30,8 @@ def canonical_form(value):
 
 def canonical_json(value, *, converted: bool = False) -> str:
     """The canonical JSON of ``value`` (of a ``canonical_form`` result as it is, when ``converted``)."""
-    return json.dumps(value if converted else canonical_form(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False)
+    return json.dumps(value if converted else canonical_form(value), sort_keys=True, separators=(",", ":"),
+                      ensure_ascii=False, allow_nan=False)
 
 
 def definition_hash(value) -> str:
