@@ -51,6 +51,7 @@ from ..binary_rows import binary_rows
 from ..record_sql import RECORD
 from .analyzers import Analyzer, maintained_analyzers
 from .blocks import ROW, SMALL_BLOCK, Block, decode, split_runs
+from .scoring import is_among
 from .tables import BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, PENDING, group_of
 
 _LOCK_NAMESPACE = 0x6C78  # pg_advisory_xact_lock(namespace, workspace): one compaction per workspace
@@ -91,6 +92,13 @@ def lexical_compaction_due(cursor, workspace_id: int) -> bool:
     return cursor.fetchone()[0] >= memseek_setting("LEXICAL_COMPACT_CHANGES")
 
 
+def _integer_array(values) -> str:
+    """PostgreSQL's text form of an integer array (``{1,2,3}``), bound as one string for an
+    ``%s::bigint[]`` or ``%s::integer[]`` parameter: psycopg dumps a list element by element,
+    which took a few ms for the thousands of ids and seqs a compaction sends."""
+    return "{" + ",".join(map(str, values)) + "}"
+
+
 def _compact(cursor, workspace_id: int, analyzer: Analyzer, full: bool) -> CompactionOutcome:
     key = [workspace_id, analyzer.code]
     cursor.execute(f"SELECT watermark FROM {COMPACTION} WHERE workspace_id = %s AND analyzer = %s", key)
@@ -103,7 +111,7 @@ def _compact(cursor, workspace_id: int, analyzer: Analyzer, full: bool) -> Compa
     added: dict[str, bytes] = dict(binary_rows(
         f"WITH folded AS (DELETE FROM {PENDING} WHERE workspace_id = %s AND analyzer = %s "
         "AND change_id = ANY(%s::bigint[]) RETURNING term, data) "
-        "SELECT term, string_agg(data, ''::bytea) FROM folded GROUP BY 1", [*key, ids]))
+        "SELECT term, string_agg(data, ''::bytea) FROM folded GROUP BY 1", [*key, _integer_array(ids)]))
     if full:
         cursor.execute(f"SELECT coalesce(max(seq), 0) FROM {RECORD} WHERE workspace_id = %s", [workspace_id])
         watermark = int(cursor.fetchone()[0])
@@ -116,7 +124,7 @@ def _compact(cursor, workspace_id: int, analyzer: Analyzer, full: bool) -> Compa
                    "VALUES (%s, %s, %s, now()) ON CONFLICT (workspace_id, analyzer) "
                    "DO UPDATE SET watermark = excluded.watermark, compacted_at = excluded.compacted_at",
                    [*key, watermark])
-    cursor.execute(f"DELETE FROM {CHANGE} WHERE id = ANY(%s::bigint[])", [ids])
+    cursor.execute(f"DELETE FROM {CHANGE} WHERE id = ANY(%s::bigint[])", [_integer_array(ids)])
     return CompactionOutcome(analyzer.name, full, watermark, len(log), written, dropped)
 
 
@@ -162,7 +170,7 @@ def _incremental(cursor, workspace_id: int, analyzer: Analyzer, watermark: int, 
         "array_agg(b.last_seq ORDER BY b.first_seq), array_agg(b.postings ORDER BY b.first_seq) "
         f"FROM {BLOCK} b JOIN unnest(%s::text[], %s::integer[]) q(term, group_id) "
         "ON b.term = q.term AND b.group_id = q.group_id WHERE b.workspace_id = %s AND b.analyzer = %s "
-        "GROUP BY 1, 2", [[t for t, _ in pairs], [g for _, g in pairs], workspace_id, analyzer.code])
+        "GROUP BY 1, 2", [[t for t, _ in pairs], _integer_array(g for _, g in pairs), workspace_id, analyzer.code])
     existing = {(term, group_id): (np.asarray(firsts, np.int64), lasts, counts)
                 for term, group_id, firsts, lasts, counts in cursor.fetchall()}
     whole, ranges = [], []  # ``whole``: the pairs whose new blocks are just their postings to hold
@@ -234,12 +242,12 @@ def _touched(cursor, analyzer: Analyzer, changed: list[int], added: dict[str, by
     rows hold (``added``, by term; each posting names its group), so the pairs it touches are
     theirs; of those postings, the documents' count."""
     cursor.execute(f"SELECT seq FROM {DOCUMENT} WHERE analyzer = %s AND seq = ANY(%s::bigint[])",
-                   [analyzer.code, changed])
+                   [analyzer.code, _integer_array(changed)])
     documents = np.fromiter((row[0] for row in cursor.fetchall()), np.int64)
     gone = sorted(set(changed) - set(documents.tolist()))
     cursor.execute(
         f"SELECT t.term COLLATE \"C\", g.id, array_agg(r.seq) FROM {RECORD} r JOIN {GROUP} g ON {group_of('r', 'g')} "
-        f"CROSS JOIN {analyzer.terms_sql} WHERE r.seq = ANY(%s::bigint[]) GROUP BY 1, 2", [gone])
+        f"CROSS JOIN {analyzer.terms_sql} WHERE r.seq = ANY(%s::bigint[]) GROUP BY 1, 2", [_integer_array(gone)])
     left = cursor.fetchall()
     # A pair is numbered by its key (term number << 32 | group), so numpy sorts and finds pairs
     # without a Python object per posting; terms are numbered in sorted order, as pairs sort.
@@ -256,22 +264,39 @@ def _touched(cursor, analyzer: Analyzer, changed: list[int], added: dict[str, by
     # the repeats instead of a few small numpy calls per pair.
     owner = np.searchsorted(keys, added_keys)
     seqs = postings["seq"].astype(np.int64)
-    order = np.lexsort((seqs, owner))
-    owner, seqs, postings = owner[order], seqs[order], postings[order]
+    order = by_pair_then_seq(owner, seqs)
+    owner, seqs = owner[order], seqs[order]
     once = np.ones(seqs.size, bool)  # a seq added twice since the last compaction counts once
     once[1:] = (owner[1:] != owner[:-1]) | (seqs[1:] != seqs[:-1])
-    held = once & np.isin(seqs, documents)
+    held = once & is_among(seqs, documents)
+    chosen = order[held]  # the held postings' rows of ``postings``
     # A pair's changed seqs: its pending postings' seqs and the removed seqs that leave it.
-    removed_owner = np.repeat(np.searchsorted(keys, left_keys), [len(removed) for _, _, removed in left])
-    changed_owner = np.concatenate([owner, removed_owner])
-    changed_seqs = np.concatenate([seqs, np.fromiter((seq for *_, removed in left for seq in removed), np.int64)])
-    order = np.argsort(changed_owner, kind="stable")
-    changed_owner, changed_seqs = changed_owner[order], changed_seqs[order]
+    changed_owner, changed_seqs = owner, seqs
+    if left:
+        removed_owner = np.repeat(np.searchsorted(keys, left_keys), [len(removed) for _, _, removed in left])
+        removed_seqs = np.fromiter((seq for *_, removed in left for seq in removed), np.int64)
+        order = np.argsort(np.concatenate([owner, removed_owner]), kind="stable")
+        changed_owner = np.concatenate([owner, removed_owner])[order]
+        changed_seqs = np.concatenate([seqs, removed_seqs])[order]
     changed_bounds = np.searchsorted(changed_owner, np.arange(len(pairs) + 1))
     lowest = np.minimum.reduceat(changed_seqs, changed_bounds[:-1]) if pairs else changed_seqs
     return _Touched(pairs, changed_seqs, changed_bounds, lowest,
-                    (seqs[held], postings["tf"][held].astype(np.float64), postings["length"][held].astype(np.float64)),
+                    (seqs[held], postings["tf"][chosen].astype(np.float64),
+                     postings["length"][chosen].astype(np.float64)),
                     np.searchsorted(owner[held], np.arange(len(pairs) + 1)))
+
+
+def by_pair_then_seq(owner: np.ndarray, seqs: np.ndarray) -> np.ndarray:
+    """The order of postings by (``owner``, ``seq``), as ``np.lexsort((seqs, owner))`` (ties in
+    any order): one sort of a combined key when it fits in an int64, which is several times
+    faster than sorting by two keys."""
+    if not seqs.size:
+        return np.empty(0, np.int64)
+    low = int(seqs.min())
+    span = int(seqs.max()) - low + 1
+    if (int(owner.max()) + 1) * span >= 2 ** 63:
+        return np.lexsort((seqs, owner))
+    return np.argsort(owner * span + (seqs - low))
 
 
 def _drop(cursor, workspace_id: int, analyzer: Analyzer, keys: list[tuple[str, int, int]]) -> dict:

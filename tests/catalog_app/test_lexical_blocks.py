@@ -1,11 +1,13 @@
-"""Property: ``blocks.split_runs`` (numpy over every run at once) cuts and encodes exactly as
+"""Properties: ``blocks.split_runs`` (numpy over every run at once) cuts and encodes exactly as
 the simple per-block code below, the oracle: one block at a time, cut at the block size or
-before its offsets would overflow, each block's tfs and lengths in the narrowest width."""
+before its offsets would overflow, each block's tfs and lengths in the narrowest width. And the
+compaction's ordering of postings by (pair, seq) is lexsort's."""
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from catalog_app.lexical import blocks
+from catalog_app.lexical.compaction import by_pair_then_seq
 
 OFFSET_LIMIT = 2 ** 32 - 1
 WIDTHS = ((1, "<u1"), (2, "<u2"), (4, "<u4"))
@@ -56,3 +58,17 @@ def test_split_runs_equals_splitting_each_run_block_by_block(runs, size, start):
     finally:
         blocks.BLOCK_POSTINGS = previous
     assert got == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(postings=st.lists(st.tuples(st.integers(0, 50), st.one_of(st.integers(0, 40), st.integers(0, 2 ** 62))),
+                         max_size=40))
+def test_the_pair_then_seq_order_sorts_as_lexsort(postings):
+    """``by_pair_then_seq`` (one sort of a combined key, or lexsort when the key would overflow)
+    orders (pair, seq) as lexsort does: equal pairs and seqs may come in either order."""
+    owner = np.array([o for o, _ in postings], np.int64)
+    seqs = np.array([s for _, s in postings], np.int64)
+    order = by_pair_then_seq(owner, seqs)
+    assert sorted(order.tolist()) == list(range(len(postings)))
+    want = np.lexsort((seqs, owner))
+    assert owner[order].tolist() == owner[want].tolist() and seqs[order].tolist() == seqs[want].tolist()
