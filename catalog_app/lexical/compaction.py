@@ -48,7 +48,7 @@ from django.db import connection, transaction
 from memseek_site.conf import memseek_setting
 
 from ..binary_rows import binary_rows
-from ..record_sql import RECORD
+from ..record_sql import RECORD, id_array
 from .analyzers import Analyzer, maintained_analyzers
 from .blocks import ROW, SMALL_BLOCK, Block, decode, split_runs
 from .scoring import is_among
@@ -92,13 +92,6 @@ def lexical_compaction_due(cursor, workspace_id: int) -> bool:
     return cursor.fetchone()[0] >= memseek_setting("LEXICAL_COMPACT_CHANGES")
 
 
-def _integer_array(values) -> str:
-    """PostgreSQL's text form of an integer array (``{1,2,3}``), bound as one string for an
-    ``%s::bigint[]`` or ``%s::integer[]`` parameter: psycopg dumps a list element by element,
-    which took a few ms for the thousands of ids and seqs a compaction sends."""
-    return "{" + ",".join(map(str, values)) + "}"
-
-
 def _compact(cursor, workspace_id: int, analyzer: Analyzer, full: bool) -> CompactionOutcome:
     key = [workspace_id, analyzer.code]
     cursor.execute(f"SELECT watermark FROM {COMPACTION} WHERE workspace_id = %s AND analyzer = %s", key)
@@ -111,7 +104,7 @@ def _compact(cursor, workspace_id: int, analyzer: Analyzer, full: bool) -> Compa
     added: dict[str, bytes] = dict(binary_rows(
         f"WITH folded AS (DELETE FROM {PENDING} WHERE workspace_id = %s AND analyzer = %s "
         "AND change_id = ANY(%s::bigint[]) RETURNING term, data) "
-        "SELECT term, string_agg(data, ''::bytea) FROM folded GROUP BY 1", [*key, _integer_array(ids)]))
+        "SELECT term, string_agg(data, ''::bytea) FROM folded GROUP BY 1", [*key, id_array(ids)]))
     if full:
         cursor.execute(f"SELECT coalesce(max(seq), 0) FROM {RECORD} WHERE workspace_id = %s", [workspace_id])
         watermark = int(cursor.fetchone()[0])
@@ -124,7 +117,7 @@ def _compact(cursor, workspace_id: int, analyzer: Analyzer, full: bool) -> Compa
                    "VALUES (%s, %s, %s, now()) ON CONFLICT (workspace_id, analyzer) "
                    "DO UPDATE SET watermark = excluded.watermark, compacted_at = excluded.compacted_at",
                    [*key, watermark])
-    cursor.execute(f"DELETE FROM {CHANGE} WHERE id = ANY(%s::bigint[])", [_integer_array(ids)])
+    cursor.execute(f"DELETE FROM {CHANGE} WHERE id = ANY(%s::bigint[])", [id_array(ids)])
     return CompactionOutcome(analyzer.name, full, watermark, len(log), written, dropped)
 
 
@@ -170,7 +163,7 @@ def _incremental(cursor, workspace_id: int, analyzer: Analyzer, watermark: int, 
         "array_agg(b.last_seq ORDER BY b.first_seq), array_agg(b.postings ORDER BY b.first_seq) "
         f"FROM {BLOCK} b JOIN unnest(%s::text[], %s::integer[]) q(term, group_id) "
         "ON b.term = q.term AND b.group_id = q.group_id WHERE b.workspace_id = %s AND b.analyzer = %s "
-        "GROUP BY 1, 2", [[t for t, _ in pairs], _integer_array(g for _, g in pairs), workspace_id, analyzer.code])
+        "GROUP BY 1, 2", [[t for t, _ in pairs], id_array(g for _, g in pairs), workspace_id, analyzer.code])
     existing = {(term, group_id): (np.asarray(firsts, np.int64), lasts, counts)
                 for term, group_id, firsts, lasts, counts in cursor.fetchall()}
     whole, ranges = [], []  # ``whole``: the pairs whose new blocks are just their postings to hold
@@ -242,12 +235,12 @@ def _touched(cursor, analyzer: Analyzer, changed: list[int], added: dict[str, by
     rows hold (``added``, by term; each posting names its group), so the pairs it touches are
     theirs; of those postings, the documents' count."""
     cursor.execute(f"SELECT seq FROM {DOCUMENT} WHERE analyzer = %s AND seq = ANY(%s::bigint[])",
-                   [analyzer.code, _integer_array(changed)])
+                   [analyzer.code, id_array(changed)])
     documents = np.fromiter((row[0] for row in cursor.fetchall()), np.int64)
     gone = sorted(set(changed) - set(documents.tolist()))
     cursor.execute(
         f"SELECT t.term COLLATE \"C\", g.id, array_agg(r.seq) FROM {RECORD} r JOIN {GROUP} g ON {group_of('r', 'g')} "
-        f"CROSS JOIN {analyzer.terms_sql} WHERE r.seq = ANY(%s::bigint[]) GROUP BY 1, 2", [_integer_array(gone)])
+        f"CROSS JOIN {analyzer.terms_sql} WHERE r.seq = ANY(%s::bigint[]) GROUP BY 1, 2", [id_array(gone)])
     left = cursor.fetchall()
     # A pair is numbered by its key (term number << 32 | group), so numpy sorts and finds pairs
     # without a Python object per posting; terms are numbered in sorted order, as pairs sort.

@@ -24,7 +24,7 @@ from django.db import connection
 from memseek_site.errors import ApiError
 
 from ..binary_rows import binary_rows
-from ..record_sql import RECORD
+from ..record_sql import RECORD, id_array
 from .analyzers import Analyzer, analyzer_get, maintained_analyzers
 from .block_cache import BLOCKS
 from .blocks import ROW, block_bytes, decode_into, packed_rows
@@ -351,12 +351,12 @@ def _ranked(above: np.ndarray, above_scores: np.ndarray, tied: np.ndarray, kth: 
         return ()
     # bigint[], as seq is: psycopg sends small ints as integer[], and bigint = integer has no
     # hash, so a plan walking ids in order tested each one against every tied seq.
-    sql, params = f"SELECT seq, id FROM {RECORD} WHERE seq = ANY(%s::bigint[])", [above.tolist()]
+    sql, params = f"SELECT seq, id FROM {RECORD} WHERE seq = ANY(%s::bigint[])", [id_array(above.tolist())]
     wanted = k - above.size  # the records above are fewer than k (best_k)
     if wanted > 0 and tied.size:
         sql = (f"({sql}) UNION ALL (SELECT seq, id FROM {RECORD} WHERE seq = ANY(%s::bigint[]) "
                "ORDER BY id LIMIT %s)")
-        params += [tied.tolist(), wanted]
+        params += [id_array(tied.tolist()), wanted]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         ids = dict(cursor.fetchall())

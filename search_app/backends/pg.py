@@ -21,7 +21,7 @@ from django.db import connection
 
 from catalog_app.binary_rows import binary_rows
 from catalog_app.lexical.query import source_totals
-from catalog_app.record_sql import (EMBEDDING, RECORD, Clause, embedding_rows, nearest_scan, nearest_sql,
+from catalog_app.record_sql import (EMBEDDING, RECORD, Clause, embedding_rows, id_array, nearest_scan, nearest_sql,
                                     vector_distance, vector_literal)
 from memseek_site.conf import memseek_setting
 from memseek_site.parallel import run_all
@@ -280,7 +280,7 @@ def reload_by_id(resolved: ResolvedSource, context: QueryContext, ids: list[uuid
     columns = _COLUMNS.format(bodies=_BODIES if bodies else _NO_BODIES)
     sql = (f"SELECT {columns}, {similarity} AS similarity, {text_match} AS text_match, {bm25_sql} AS bm25 "
            f"FROM {RECORD} r {join} WHERE r.id = ANY(%s::uuid[]) AND {scope_sql}")
-    found = _client_bound_rows(sql, [*params, *join_params, list(ids), *scope_params])
+    found = _client_bound_rows(sql, [*params, *join_params, id_array(ids), *scope_params])
     rows = {row[0]: _canonical(row) for row in found}
     return {i: rows.get(i) for i in ids}
 
@@ -302,7 +302,8 @@ def with_bodies(rows: list[CanonicalRow]) -> list[CanonicalRow]:
     if not missing:
         return rows
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT r.id, r.text, r.content FROM {RECORD} r WHERE r.id = ANY(%s::uuid[])", [missing])
+        cursor.execute(f"SELECT r.id, r.text, r.content FROM {RECORD} r WHERE r.id = ANY(%s::uuid[])",
+                       [id_array(missing)])
         found = {row[0]: (row[1], json.loads(row[2])) for row in cursor.fetchall()}
     return [row if row.content is not None else replace(row, text=found[row.id][0], content=found[row.id][1])
             for row in rows]

@@ -18,11 +18,14 @@ Pure Python: no Django imports.
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from types import MappingProxyType
+
+from .scoring import sorted_refining_ties
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,16 +70,27 @@ def rrf_fuse(sources: Iterable[tuple[str, float, Sequence[Hashable]]], *, rank_c
             if name in found:
                 continue
             found[name] = position
-            sums[record_id] = sums.get(record_id, Fraction(0)) + exact_weight / (constant + position)
+            share = _share(exact_weight, constant, position)
+            sums[record_id] = share if record_id not in sums else sums[record_id] + share
             best[record_id] = min(best.get(record_id, (position, source_index)), (position, source_index))
+    rounded = {record_id: float(total) for record_id, total in sums.items()}
 
     def key(record_id):
         tie = tie_break(record_id) if tie_break is not None else ()
         return (-sums[record_id], tie, best[record_id])
 
-    return [FusedHit(id=record_id, rrf=float(sums[record_id]), value=float(sums[record_id]),
+    # Rounding is monotone, so the float sums order every pair they tell apart as the exact sums
+    # do; only records with equal floats compare their fractions and tie-breaks.
+    return [FusedHit(id=record_id, rrf=rounded[record_id], value=rounded[record_id],
                      source_ranks=MappingProxyType(ranks[record_id]))
-            for record_id in sorted(sums, key=key)]
+            for record_id in sorted_refining_ties(sums, lambda record_id: -rounded[record_id], key)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _share(weight: Fraction, constant: Fraction, position: int) -> Fraction:
+    """One listing's exact RRF share, ``weight / (constant + position)``: the same few weights,
+    constants and positions recur in every fusion, and a fraction's division is its costly part."""
+    return weight / (constant + position)
 
 
 def apply_boost(hits: Sequence[FusedHit], boost_values: Sequence[float]) -> list[FusedHit]:

@@ -117,7 +117,27 @@ def order_scored(items: Iterable) -> list:
     for item in items:
         if not math.isfinite(item.value):
             raise ValueError(f"record {item.id}: ranking value {item.value} is not finite")
-    return sorted(items, key=lambda item: scored_sort_key(item.value, item.occurred_at, item.seq, item.id))
+    return sorted_refining_ties(items, lambda item: -item.value,
+                                lambda item: scored_sort_key(item.value, item.occurred_at, item.seq, item.id))
+
+
+def sorted_refining_ties(items: Iterable, coarse: Callable, fine: Callable) -> list:
+    """``sorted(items, key=fine)``, for a key ``fine`` that refines ``coarse`` (``coarse(a) <
+    coarse(b)`` implies ``fine(a) < fine(b)``): sorted by ``coarse``, then each run of equal
+    ``coarse`` keys by ``fine``, so ``fine`` (a tie-break: a datetime difference, an id's text,
+    an exact fraction) is built only for the items that share their coarse key."""
+    items = list(items)
+    coarse_keys = [coarse(item) for item in items]
+    order = sorted(range(len(items)), key=coarse_keys.__getitem__)
+    ordered, start = [], 0
+    while start < len(order):
+        end = start + 1
+        while end < len(order) and coarse_keys[order[end]] == coarse_keys[order[start]]:
+            end += 1
+        run = [items[i] for i in order[start:end]]
+        ordered += run if len(run) == 1 else sorted(run, key=fine)
+        start = end
+    return ordered
 
 
 _FAMILIES = ((bool, "boolean"), (int, "number"), (float, "number"), (str, "string"), (datetime, "datetime"))

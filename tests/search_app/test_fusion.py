@@ -1,8 +1,11 @@
 """Weighted RRF arithmetic from the spec, tie-breaking, and the post-fusion boost."""
 import random
 from datetime import datetime, timedelta, timezone
+from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from search_app.engine.fusion import FusedHit, apply_boost, order_fused, rrf_fuse, sweep_weight_ratio
 from search_app.engine.scoring import public_scores, score_bounds, scored_tie_break_key
@@ -174,3 +177,32 @@ def test_order_fused_ties_follow_the_caller_key_then_current_order():
     hits = apply_boost(rrf_fuse([("a", 1.0, ["x", "y"]), ("b", 1.0, ["w"])], rank_constant=60), [0.0, 0.0, 1.0])
     assert order(order_fused(hits)) == ["y", "x", "w"]
     assert order(order_fused(hits, tie_break=lambda rid: rid)) == ["y", "w", "x"]
+
+
+def oracle_rrf(sources, rank_constant, tie_break=None):
+    """The simple form: every record's exact sum of weight / (constant + first position), then one
+    sort of every record by (sum desc, tie-break, best position, source order)."""
+    constant = Fraction(rank_constant)
+    sums, ranks, best = {}, {}, {}
+    for index, (name, weight, ids) in enumerate(sources):
+        for position, record_id in enumerate(ids, start=1):
+            if name in ranks.setdefault(record_id, {}):
+                continue
+            ranks[record_id][name] = position
+            sums[record_id] = sums.get(record_id, Fraction(0)) + Fraction(weight) / (constant + position)
+            best[record_id] = min(best.get(record_id, (position, index)), (position, index))
+    order = sorted(sums, key=lambda i: (-sums[i], tie_break(i) if tie_break else (), best[i]))
+    return [(i, float(sums[i]), dict(ranks[i])) for i in order]
+
+
+@settings(max_examples=300, deadline=None)
+@given(lists=st.lists(st.tuples(st.sampled_from([0.5, 1.0, 1.1, 2.0, 3.0, 1e-3]),
+                                st.lists(st.integers(0, 12), max_size=14)), max_size=4),
+       rank_constant=st.sampled_from([1, 2, 60, 0.5, 7.25]), with_tie_break=st.booleans())
+def test_rrf_fuse_matches_the_exact_sum_sorted_once(lists, rank_constant, with_tie_break):
+    """``rrf_fuse`` (cached shares, float sums ordered first, fractions only among equal floats)
+    merges as the oracle does: same ids, order, rrf values and source ranks."""
+    sources = [(f"s{i}", weight, ids) for i, (weight, ids) in enumerate(lists)]
+    tie_break = (lambda record_id: -record_id) if with_tie_break else None
+    got = rrf_fuse(sources, rank_constant=rank_constant, tie_break=tie_break)
+    assert [(hit.id, hit.rrf, dict(hit.source_ranks)) for hit in got] == oracle_rrf(sources, rank_constant, tie_break)

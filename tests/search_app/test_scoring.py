@@ -4,6 +4,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from search_app.engine.rank_evaluate import Signals, evaluate_rank
 from search_app.engine.rank_expression import parse_rank
@@ -100,6 +102,22 @@ def test_scored_order_value_then_occurred_at_then_seq_desc_then_id_asc():
         Item(id=uid(2), value=1.0, occurred_at=T0, seq=5),  # same seq as uid(9): id ascending
     ]
     assert [item.id for item in order_scored(items)] == [uid(3), uid(7), uid(5), uid(2), uid(9)]
+
+
+item_strategy = st.builds(
+    Item, id=st.integers(0, 6).map(uid), value=st.sampled_from([0.0, -0.0, 0.5, 1.0, 2.5, 1e-300, -3.0]),
+    occurred_at=st.one_of(st.none(), st.integers(0, 3).map(lambda h: T0 + timedelta(hours=h)),
+                          st.just(datetime(2026, 7, 1, 10, 0))),
+    seq=st.integers(0, 4))
+
+
+@settings(max_examples=300, deadline=None)
+@given(items=st.lists(item_strategy, max_size=30))
+def test_scored_order_is_the_sort_by_the_whole_scored_key(items):
+    """``order_scored`` breaks ties lazily (only runs of equal values build the tie-break key);
+    the oracle sorts every item by ``scored_sort_key``."""
+    oracle = sorted(items, key=lambda item: scored_sort_key(item.value, item.occurred_at, item.seq, item.id))
+    assert [id(item) for item in order_scored(items)] == [id(item) for item in oracle]
 
 
 def test_scored_order_ties_do_not_change_values():
