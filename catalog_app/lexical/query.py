@@ -349,7 +349,7 @@ def _ranked(above: np.ndarray, above_scores: np.ndarray, tied: np.ndarray, kth: 
     records tied at it with the smallest UUIDs (only those are read), from one statement."""
     if not above.size and not tied.size:
         return ()
-    # bigint[], as seq is: psycopg sends small ints as integer[], and bigint = integer has no
+    # bigint[], as seq is: against an integer[] the comparison is bigint = integer, which has no
     # hash, so a plan walking ids in order tested each one against every tied seq.
     sql, params = f"SELECT seq, id FROM {RECORD} WHERE seq = ANY(%s::bigint[])", [id_array(above.tolist())]
     wanted = k - above.size  # the records above are fewer than k (best_k)
