@@ -268,9 +268,9 @@ def _touched(cursor, analyzer: Analyzer, changed: list[int], added: dict[str, by
     if left:
         removed_owner = np.repeat(np.searchsorted(keys, left_keys), [len(removed) for _, _, removed in left])
         removed_seqs = np.fromiter((seq for *_, removed in left for seq in removed), np.int64)
-        order = np.argsort(np.concatenate([owner, removed_owner]), kind="stable")
-        changed_owner = np.concatenate([owner, removed_owner])[order]
-        changed_seqs = np.concatenate([seqs, removed_seqs])[order]
+        changed_owner = np.concatenate([owner, removed_owner])
+        order = np.argsort(changed_owner, kind="stable")
+        changed_owner, changed_seqs = changed_owner[order], np.concatenate([seqs, removed_seqs])[order]
     changed_bounds = np.searchsorted(changed_owner, np.arange(len(pairs) + 1))
     lowest = np.minimum.reduceat(changed_seqs, changed_bounds[:-1]) if pairs else changed_seqs
     return _Touched(pairs, changed_seqs, changed_bounds, lowest,
