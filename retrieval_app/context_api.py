@@ -4,7 +4,6 @@ The view splits the query string (unknown or repeated parameters are ``422 reque
 ``budget`` must be an integer, ``collections`` a comma-separated list of public names) and
 calls ``context_build``, which checks every value and builds the payload.
 """
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response

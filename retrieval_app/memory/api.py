@@ -5,7 +5,6 @@ serializers only describe the shapes for the OpenAPI document.
 """
 from __future__ import annotations
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response

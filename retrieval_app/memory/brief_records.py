@@ -52,7 +52,7 @@ def current_facts(*, workspace_id: int, entity: str | None, end: datetime | None
     as_of = _as_of(end)
     cut = as_of_cut("valid", as_of)
     current = current_in_lane(axis="valid", as_of=as_of)
-    conditions = [f"r.workspace_id = %s", live(), "r.key IS NOT NULL", "r.status = 'active'", "r.collection <> %s",
+    conditions = ["r.workspace_id = %s", live(), "r.key IS NOT NULL", "r.status = 'active'", "r.collection <> %s",
                   cut.sql, current.sql]
     params: list = [workspace_id, SYSTEM_COLLECTION, *cut.params, *current.params]
     if entity is not None:

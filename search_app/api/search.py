@@ -1,5 +1,4 @@
 """``POST /search`` (a full SearchSpec) and ``GET /search`` (the URL convenience form)."""
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView

@@ -6,7 +6,6 @@ invalid by it is refused with a 4xx. A few hundred cases in all; the long run is
 ``python manage.py bench schema_fuzz`` (README)."""
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys

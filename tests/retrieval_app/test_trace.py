@@ -10,7 +10,7 @@ from catalog_app.catalog.runtime import catalog_for_workspace
 from retrieval_app.service import retrieve
 from search_app.engine.trace import RETRIEVE_STAGES
 from tests.retrieval_app.factories import catalog_dir, enrich, event, fact, load, note, policy, write
-from tests.search_app.tracing import RecordingTrace, inside
+from tests.search_app.tracing import RecordingTrace
 
 ORDER = ["settings + catalog lookup", "scope", "fuse", "reload", "score", "rerank", "compile", "receipt insert"]
 PHASE1, PHASE2 = ("leg text", "leg policies"), ("leg graph", "leg entity", "leg derivatives")
