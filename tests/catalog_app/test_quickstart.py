@@ -4,6 +4,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -89,3 +90,20 @@ def test_quickstart_prepares_a_fresh_database_and_serves_it_with_gunicorn(scratc
     finally:
         os.killpg(process.pid, signal.SIGTERM)
         process.wait(timeout=60)
+
+
+def test_quickstart_beside_a_busy_address_fails_before_writing_anything(scratch_database):
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        env = {key: value for key, value in os.environ.items() if key != "CELERY_BROKER_URL"}
+        env.update(DATABASE_URL=scratch_database)
+        result = subprocess.run([sys.executable, "manage.py", "quickstart", "--addrport", f"127.0.0.1:{port}"],
+                                cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    assert result.returncode != 0
+    assert f"cannot serve on 127.0.0.1:{port}" in result.stderr and "Nothing was changed" in result.stderr
+    assert "API key" not in result.stdout
+    with psycopg.connect(scratch_database) as conn:  # not even migrated: no key can exist
+        tables = conn.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'").fetchone()[0]
+    assert tables == 0

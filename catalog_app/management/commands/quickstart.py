@@ -2,12 +2,13 @@
 gunicorn, the production server, not Django's development server."""
 import json
 import os
+import socket
 import sys
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from catalog_app.embedding import torch_threads_per_process
 from catalog_app.models import Workspace
@@ -28,6 +29,8 @@ class Command(BaseCommand):
         parser.add_argument("--no-serve", action="store_true", help="prepare everything but do not start the server")
 
     def handle(self, *args, addrport, workers, no_serve, **options):
+        if not no_serve:
+            refuse_a_busy_address(addrport)
         call_command("migrate", interactive=False, verbosity=0)
         self.stdout.write("Database migrated.")
         workspace = Workspace.objects.filter(name=DEMO_WORKSPACE).first()
@@ -47,9 +50,31 @@ class Command(BaseCommand):
             f"\nWorkspace '{DEMO_WORKSPACE}' API key (shown once):\n  {key}\n\n"
             f"Try:\n  curl -H 'Authorization: Bearer {key}' 'http://{addrport}/timeline?entity=contact.maria'\n"
             f"OpenAPI page: http://{addrport}/api/docs/\n"))
+        self.stdout.write(database_note(settings.DATABASES["default"], Path(settings.BASE_DIR)))
         if not no_serve:
             self.stdout.flush()
             os.execvpe(sys.executable, gunicorn_argv(addrport, workers), gunicorn_environment(os.environ, workers))
+
+
+def refuse_a_busy_address(addrport: str) -> None:
+    """Raise ``CommandError`` when ``addrport`` (``host:port``) cannot be bound, before anything is
+    written: a second quickstart beside a running one must not mint another full-access key."""
+    host, _, port = addrport.rpartition(":")
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host.strip("[]") or "127.0.0.1", int(port)))
+    except (OSError, ValueError) as error:
+        raise CommandError(f"cannot serve on {addrport} ({error}): is quickstart already running there? "
+                           "Stop it, or pass another --addrport HOST:PORT. Nothing was changed.") from None
+
+
+def database_note(database: dict, base_dir: Path) -> str:
+    """One line on where the data lives and, for the embedded server, how to stop it."""
+    if os.environ.get("DATABASE_URL", "").strip():
+        return f"Database: {database['NAME']} on the server of DATABASE_URL."
+    return (f"Database: the embedded PostgreSQL (data in {base_dir / 'var' / 'pgdata'}) keeps running after the "
+            "server stops; `python manage.py stop_database` stops it.")
 
 
 def gunicorn_argv(addrport: str, workers: int) -> list[str]:
