@@ -22,7 +22,7 @@ import numpy as np
 
 BLOCK_POSTINGS = 8192  # the most postings a block holds
 SMALL_BLOCK = BLOCK_POSTINGS // 4  # a last block smaller than this takes new postings in; a bigger one is left whole
-_WIDTHS = {1: np.dtype("<u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4")}
+_WIDTHS: dict[int, np.dtype] = {1: np.dtype("<u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4")}
 _WIDEST = {size: int(np.iinfo(dtype).max) for size, dtype in _WIDTHS.items()}
 _OFFSET = np.dtype("<u4")
 _MAX_OFFSET = 2 ** 32 - 1

@@ -92,7 +92,8 @@ def _posting_differences(term, group_id, blob, firsts, lasts, counts, widths, da
     records say: the blocks from those with seq <= the watermark and not logged, the pending
     postings of the member seqs from the others."""
     where = f"term {term!r} in group {group_id}"
-    lines, parts = [], []
+    lines: list[str] = []
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     for first, last, count, width, data in zip(firsts or (), lasts or (), counts or (), widths or (), datas or ()):
         part = decode(first, count, width, data) if len(data) == block_bytes(count, width) else None
         if part is None or part[0][0] != first or part[0][-1] != last or np.any(np.diff(part[0]) <= 0) \
@@ -102,12 +103,13 @@ def _posting_differences(term, group_id, blob, firsts, lasts, counts, widths, da
         if part is not None:
             parts.append(part)
     logged = set(logged or ())
-    in_blocks = {}
+    in_blocks: dict[int, tuple[int, int]] = {}
     for seqs, tfs, lengths in parts:
         in_blocks.update(zip(seqs.tolist(), zip(tfs.tolist(), lengths.tolist())))
     for seq in logged:
         in_blocks.pop(seq, None)
-    members, in_pending = set(members or ()), {}
+    members = set(members or ())
+    in_pending: dict[int, tuple[int, int]] = {}
     for seq, tf, length in zip(pending["seq"].tolist(), pending["tf"].tolist(), pending["length"].tolist()):
         if seq in members and in_pending.setdefault(seq, (tf, length)) != (tf, length):
             lines.append(f"pending postings of {where}: seq {seq} is stored as tf {in_pending[seq][0]} length "

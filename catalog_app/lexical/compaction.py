@@ -194,10 +194,10 @@ def _incremental(cursor, workspace_id: int, analyzer: Analyzer, watermark: int, 
             now = tuple(column[order] for column in merged)
         runs.append(pairs[i])
         parts.append((now, np.array([0, now[0].size])))
-    columns = [np.concatenate([postings[c] for postings, _ in parts]) for c in range(3)]
+    seqs, tfs, lengths = (np.concatenate([postings[c] for postings, _ in parts]) for c in range(3))
     offsets = np.cumsum([0] + [postings[0].size for postings, _ in parts[:-1]])
     bounds = np.concatenate([[0]] + [b[1:] + at for (_, b), at in zip(parts, offsets)])
-    blocks = [(*runs[run], block) for run, block in split_runs(*columns, bounds)]
+    blocks = [(*runs[run], block) for run, block in split_runs(seqs, tfs, lengths, bounds)]
     return _insert(cursor, workspace_id, analyzer, blocks), len(replaced)
 
 

@@ -78,6 +78,7 @@ def index_top_k(*, workspace_id: int, analyzer: str, terms: tuple[str, ...], k: 
     # Bounds come from the postings themselves (exact, so pruning is as tight as it can be, at
     # the cost of one pass over each array).
     for seq_array, tf_array, length_array in arrays:
+        assert tf_array is not None and length_array is not None  # scored: both decoded
         top_tf = float(tf_array.max()) if tf_array.size else 0.0
         shortest = float(length_array.min()) if length_array.size else 0.0
         df = int(seq_array.size)
@@ -207,7 +208,7 @@ def _block_sources(blocks: _Blocks, held: dict[bytes, bytes]):
 
 
 def _postings(rows: bytes | None, blocks: _Blocks, logged, members: np.ndarray | None, groups: np.ndarray,
-              held: dict[bytes, bytes], scored: bool) -> tuple[np.ndarray, ...]:
+              held: dict[bytes, bytes], scored: bool) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None]:
     """One term's (seqs, tfs, lengths) in scope: its blocks (from ``held``, the data this
     process holds by digest, or else from the statement's) without the logged seqs, then its
     other rows: with ``members`` (a scope without entities) its pending rows, of which those
@@ -220,21 +221,21 @@ def _postings(rows: bytes | None, blocks: _Blocks, logged, members: np.ndarray |
         table = table[np.unique(table["seq"], return_index=True)[1]]  # a seq added twice since the compaction
     in_blocks = sum(blocks.counts)
     seqs = np.empty(in_blocks + table.size, np.int64)
-    tfs, lengths = (np.empty(seqs.size) for _ in range(2)) if scored else (None, None)
+    tfs, lengths = (np.empty(seqs.size), np.empty(seqs.size)) if scored else (None, None)
     at = 0
     for first, count, width, _, _, data, start, _ in _block_sources(blocks, held):
         end = at + count
-        decode_into(first, count, width, data, start, seqs[at:end], tfs[at:end] if scored else None,
-                    lengths[at:end] if scored else None)
+        decode_into(first, count, width, data, start, seqs[at:end], None if tfs is None else tfs[at:end],
+                    None if lengths is None else lengths[at:end])
         at = end
     seqs[in_blocks:] = table["seq"]
-    if scored:
+    if tfs is not None and lengths is not None:
         tfs[in_blocks:], lengths[in_blocks:] = table["tf"], table["length"]
     if in_blocks and logged:
         keep = np.ones(seqs.size, bool)
         keep[:in_blocks] = ~is_among(seqs[:in_blocks], np.asarray(logged, np.int64))
         seqs = seqs[keep]
-        if scored:
+        if tfs is not None and lengths is not None:
             tfs, lengths = tfs[keep], lengths[keep]
     return seqs, tfs, lengths
 
@@ -254,14 +255,14 @@ def _remember(workspace_id: int, analyzer: Analyzer, term: str, blocks: _Blocks,
 
 
 def _in_scope(workspace_id: int, spec: Analyzer, terms: tuple[str, ...], scope: IndexScope,
-              scored: bool) -> tuple[int, float, list[tuple[np.ndarray, ...]]]:
+              scored: bool) -> tuple[int, float, list[tuple[np.ndarray, np.ndarray | None, np.ndarray | None]]]:
     """N, the average length and each term's (seqs, tfs, lengths) in ``scope``, from one
     ``_read`` (without ``scored``, the seqs alone: tfs and lengths are ``None``); the blocks it
     received are remembered for the next."""
-    rows, held, groups = _read(workspace_id, spec, terms, scope)
-    members = rows[0][-1]
-    members = None if members is None else np.frombuffer(members, ">i8").astype(np.int64)
-    groups = np.asarray(groups, np.int32)
+    rows, held, group_ids = _read(workspace_id, spec, terms, scope)
+    packed_members = rows[0][-1]
+    members = None if packed_members is None else np.frombuffer(packed_members, ">i8").astype(np.int64)
+    groups = np.asarray(group_ids, np.int32)
     arrays = []
     for _, _, _, term, blob, firsts, counts, widths, block_groups, digests, data, logged, _ in rows if terms else ():
         blocks = _Blocks(firsts or (), counts or (), widths or (), block_groups or (), digests or (), data or b"")
@@ -351,7 +352,8 @@ def _ranked(above: np.ndarray, above_scores: np.ndarray, tied: np.ndarray, kth: 
         return ()
     # bigint[], as seq is: against an integer[] the comparison is bigint = integer, which has no
     # hash, so a plan walking ids in order tested each one against every tied seq.
-    sql, params = f"SELECT seq, id FROM {RECORD} WHERE seq = ANY(%s::bigint[])", [id_array(above.tolist())]
+    sql = f"SELECT seq, id FROM {RECORD} WHERE seq = ANY(%s::bigint[])"
+    params: list[str | int] = [id_array(above.tolist())]
     wanted = k - above.size  # the records above are fewer than k (best_k)
     if wanted > 0 and tied.size:
         sql = (f"({sql}) UNION ALL (SELECT seq, id FROM {RECORD} WHERE seq = ANY(%s::bigint[]) "
