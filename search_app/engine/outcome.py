@@ -4,6 +4,7 @@ the cut to k. Pure: the pipeline (``search_app.pipeline``) runs the sources and 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -74,6 +75,13 @@ class Pooled:
     source_ranks: dict | None
 
 
+def scored_value(item: RankedRow | Pooled) -> float:
+    """The value of ``item`` in a scored ranking, which every item of one carries."""
+    if item.value is None:
+        raise ValueError("a scored ranking holds an item without a value")
+    return item.value
+
+
 @dataclass(frozen=True, slots=True)
 class Pool:
     items: tuple[Pooled, ...]  # ordered; the first k are returned
@@ -85,19 +93,21 @@ def single_pool(spec: SearchSpec, run: SourceRun) -> tuple[Pool, dict]:
     if run.resolved.source.mode == "structured":
         return Pool(items, None), {"kind": "structured", "scored": False}
     kind = "llm_judge" if spec.rerank is not None else "rank_expression"
-    bounds = score_bounds(r.value for r in run.ranked) if run.ranked else None
+    bounds = score_bounds(scored_value(r) for r in run.ranked) if run.ranked else None
     return Pool(items, bounds), {"kind": kind, **SCORED_RANKING}
 
 
 def fused_pool(spec: SearchSpec, runs: tuple[SourceRun, ...], now: datetime) -> tuple[Pool, dict]:
-    rows = {r.id: r.row for run in runs for r in run.cut}
+    rows: dict[Hashable, CanonicalRow] = {r.id: r.row for run in runs for r in run.cut}
 
     def tie_break(record_id):
         row = rows[record_id]
         return scored_tie_break_key(row.occurred_at, row.seq, row.id)
 
-    fused = rrf_fuse(((run.resolved.source.name, run.resolved.source.weight, [r.id for r in run.cut]) for run in runs),
-                     rank_constant=spec.rank_constant, tie_break=tie_break)
+    if spec.rank_constant is None or any(run.resolved.source.name is None for run in runs):
+        raise ValueError("a fused search names each source and has a rank constant")
+    fused = rrf_fuse(((run.resolved.source.name or "", run.resolved.source.weight, [r.id for r in run.cut])
+                      for run in runs), rank_constant=spec.rank_constant, tie_break=tie_break)
     if spec.boost is not None and fused:
         signals = [Signals(scores=rows[h.id].scores, created_at=rows[h.id].created_at,
                            occurred_at=rows[h.id].occurred_at, last_accessed=rows[h.id].last_accessed) for h in fused]
@@ -147,5 +157,5 @@ def final_hits(pool: Pool, k: int, *, scored: bool) -> tuple[Hit, ...]:
     cut = pool.items[:k]
     if not scored or pool.bounds is None:
         return tuple(Hit(item.row, None, None, item.source_ranks) for item in cut)
-    scores = public_scores([item.value for item in cut], *pool.bounds)
+    scores = public_scores([scored_value(item) for item in cut], *pool.bounds)
     return tuple(Hit(item.row, item.value, score, item.source_ranks) for item, score in zip(cut, scores))

@@ -14,7 +14,8 @@ from types import MappingProxyType
 
 from memseek_site.errors import ApiError
 
-from .rank_expression import AgeHours, Const, Decay, Max, Normalize, Product, RankNode, Saturate, Score, Sum, rank_children
+from .rank_expression import (AgeHours, Const, Decay, Max, Normalize, Product, RankNode, Saturate, Score, Sum,
+                              rank_children)
 
 
 class RankEvaluationError(ApiError):
@@ -73,7 +74,7 @@ def _evaluate(node: RankNode, candidates: tuple[Signals, ...], now: datetime, pa
     return values
 
 
-def _shape(node: RankNode, values: list[float]) -> list[float]:
+def _shape(node: Product | Normalize | Saturate | Decay, values: list[float]) -> list[float]:
     if isinstance(node, Product):
         return [node.factor * value for value in values]
     if isinstance(node, Normalize):

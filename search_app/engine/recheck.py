@@ -6,6 +6,8 @@ on a missing or mistyped value; range operators compare typed numbers and aware 
 """
 from __future__ import annotations
 
+from typing import cast
+
 from .resolve import FieldAccess, ResolvedSource, parse_aware_datetime
 from .spec import Condition
 
@@ -58,15 +60,16 @@ def _passes(row, condition: Condition, access: FieldAccess) -> bool:
         return False
     field_type = access.field.type
     operand = condition.operand
+    listed = cast(tuple, operand)  # the parser makes the operand of an array field or of "in" a tuple
     if access.field.is_array:
-        wanted = [_typed_scalar(item, field_type) for item in operand]
+        wanted = [_typed_scalar(item, field_type) for item in listed]
         if condition.op == "eq":
             return value == wanted
         if condition.op == "contains_any":
             return any(item in value for item in wanted)
         return all(item in value for item in wanted)  # contains_all
     if condition.op == "in":
-        return value in [_typed_scalar(item, field_type) for item in operand]
+        return value in [_typed_scalar(item, field_type) for item in listed]
     target = _typed_scalar(operand, field_type)
     if target is None:
         return False

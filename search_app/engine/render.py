@@ -150,8 +150,11 @@ def render_row(row: RenderRow) -> str:
 
 
 class FenceLike(Protocol):
-    tag: str
-    preamble: str | None
+    @property
+    def tag(self) -> str: ...
+
+    @property
+    def preamble(self) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -84,6 +84,8 @@ def _resolve_source(spec, source: Source, path: str, catalog: Catalog, score_nam
     versions = _versions(source, path, catalog, view)
     profile = _profile(versions, path, catalog)
     found = search_profile(catalog, profile)
+    if found is None:  # _profile only names profiles the catalog (or the built-in) has
+        raise ValueError(f"search profile {profile} vanished from the catalog")
     backend = found.backend
     if not found.usable:
         raise ResolveError("search_backend_unavailable",
@@ -134,7 +136,7 @@ def _versions(source: Source, path: str, catalog: Catalog, view: bool) -> tuple[
         names = tuple(catalog.names("collection"))
         if not names:
             raise ResolveError("no_catalog", "this workspace has no collections yet", scope_path)
-    versions = []
+    versions: list[Collection] = []
     for index, name in enumerate(names):
         if name == SYSTEM_COLLECTION:
             raise ResolveError("reserved",

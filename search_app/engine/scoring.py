@@ -19,6 +19,7 @@ import functools
 import math
 import uuid
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 from datetime import datetime, timedelta, timezone
 
 
@@ -144,7 +145,7 @@ _FAMILIES = ((bool, "boolean"), (int, "number"), (float, "number"), (str, "strin
 
 
 def order_structured(items: Iterable, order_by: Sequence, *,
-                     field_value: Callable[[object, str], object] | None = None) -> list:
+                     field_value: Callable[[Any, str], object] | None = None) -> list:
     """Return ``items`` in structured order.
 
     ``order_by`` is a sequence of objects with ``field`` and ``direction`` (``asc``/``desc``)

@@ -3,7 +3,8 @@
 Invariant: every body ``parse_search_spec`` accepts validates against ``SEARCH_SPEC_SCHEMA``,
 and every body the schema rejects, the parser rejects too. The schema is exact except for the
 rules listed under ``x-parser-only-rules`` (uniqueness of one member across list items,
-references between members, date arithmetic and rank-tree size); those are enforced by the parser alone, so there the schema is a superset.
+references between members, date arithmetic and rank-tree size); those are enforced by the
+parser alone, so there the schema is a superset.
 ``tests/search_app/test_spec.py`` checks both directions against the parser's tables.
 
 The rank grammar is ``rank_expression.RANK_GRAMMAR``, embedded as its own schema resource so
