@@ -82,7 +82,8 @@ def draft_slots(*, workspace: Workspace, entity: str | None = None, page: int = 
     slots = [_slot(rows[draft_id], rows[active_ids[(e, c, k)]] if (e, c, k) in active_ids else None)
              for draft_id, e, c, k in pending]
     return {
-        "entities": [{"entity": name, "slots": list(group)} for name, group in groupby(slots, key=lambda s: s["entity"])],
+        "entities": [{"entity": name, "slots": list(group)}
+                     for name, group in groupby(slots, key=lambda s: s["entity"])],
         "page": page,
         "per_page": per_page,
         "has_previous": page > 1,

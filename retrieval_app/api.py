@@ -21,8 +21,8 @@ from .service import receipt_get, retrieve
 from .settings import MAX_BUDGET, MIN_BUDGET
 
 
-_NAMES = {"type": "array", "items": string_schema(pattern=PUBLIC_NAME), "minItems": 1, "maxItems": retrieve_request.MAX_LIST,
-          "uniqueItems": True}
+_NAMES = {"type": "array", "items": string_schema(pattern=PUBLIC_NAME), "minItems": 1,
+          "maxItems": retrieve_request.MAX_LIST, "uniqueItems": True}
 _TAG_SCALAR = {"type": ["string", "number", "boolean"]}
 
 
@@ -52,7 +52,8 @@ class RetrieveRequestSerializer(serializers.Serializer):
                        "list fields); collections not declaring a field cannot match.")
     agentId = SchemaField(string_schema(max_length=retrieve_request.AGENT_CHARS), required=False,
                           help_text="Private records are visible to their owner only.")
-    topN = SchemaField(int_schema(minimum=1, maximum=retrieve_request.MAX_TOP_N, default=retrieve_request.DEFAULT_TOP_N), required=False)
+    topN = SchemaField(int_schema(minimum=1, maximum=retrieve_request.MAX_TOP_N,
+                                  default=retrieve_request.DEFAULT_TOP_N), required=False)
     tokenBudget = SchemaField(int_schema(minimum=MIN_BUDGET, maximum=MAX_BUDGET), required=False,
                               help_text="Default: the workspace setting retrieval.tokenBudget (4000).")
     mode = SchemaField({"type": "string", "enum": list(retrieve_request.MODES), "default": "assisted"}, required=False)
@@ -215,9 +216,9 @@ EVALUATE_VIEW_QUERY_KEYS = ["id", "query", "relevant", "parameters", "entity"]
 class EvaluateRequestSerializer(serializers.Serializer):
     cross_member_rules = [{
         "if": {"required": ["target"], "properties": {"target": {"type": "object"}}},
-        "then": {"properties": {"queries": {"items": {"propertyNames": {"enum": EVALUATE_VIEW_QUERY_KEYS},
-                                                      "not": {"required": ["entity", "parameters"],
-                                                              "properties": {"parameters": {"required": ["entity"]}}}}}}},
+        "then": {"properties": {"queries": {"items": {
+            "propertyNames": {"enum": EVALUATE_VIEW_QUERY_KEYS},
+            "not": {"required": ["entity", "parameters"], "properties": {"parameters": {"required": ["entity"]}}}}}}},
         "else": {"properties": {"queries": {"items": {"not": {"required": ["parameters"]}}}}},
         "description": "parameters (and nothing of /retrieve but entity) with a view target only"}]
     queries = EvaluateQuerySerializer(many=True, min_length=1, max_length=evaluate_request.MAX_QUERIES,

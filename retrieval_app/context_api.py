@@ -61,7 +61,8 @@ class ContextView(APIView):
                              required=True, description="cl100k tokens, 1..MODEL_CONTEXT_TOKENS, fence included."),
             OpenApiParameter("collections", query_list_schema(PUBLIC_NAME),
                              description="Comma-separated collection names."),
-            OpenApiParameter("fence_tag", string_schema(pattern=PUBLIC_NAME), description="Wrap the rows in this element."),
+            OpenApiParameter("fence_tag", string_schema(pattern=PUBLIC_NAME),
+                             description="Wrap the rows in this element."),
             OpenApiParameter("fence_preamble", string_schema(max_length=context.MAX_FENCE_PREAMBLE),
                              description="A line of prose before the element (at most 512 characters); "
                                          "needs fence_tag."),

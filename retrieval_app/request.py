@@ -69,8 +69,8 @@ class RetrieveRequest:
             "tags": {tag.field: list(tag.values) if tag.many else tag.values[0] for tag in self.tags},
             "agentId": self.agent_id, "topN": self.top_n, "tokenBudget": effective_budget, "mode": self.mode,
             "rerank": self.rerank, "raw": self.raw, "includeSuperseded": self.include_superseded,
-            "asOf": self.as_of.astimezone(timezone.utc).isoformat() if self.as_of is not None else None, "asOfAxis": self.as_of_axis,
-            "explain": self.explain})
+            "asOf": self.as_of.astimezone(timezone.utc).isoformat() if self.as_of is not None else None,
+            "asOfAxis": self.as_of_axis, "explain": self.explain})
 
 
 def parse_retrieve_request(raw) -> RetrieveRequest:

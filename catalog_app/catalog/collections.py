@@ -113,7 +113,8 @@ def validate(raw, path: str, catalog: Catalog) -> Validated:
     if profile not in profiles:
         raise CatalogError("search_profile", f"unknown search profile {profile!r}", checks.at(path, "search_profile"))
     allowed_profiles = checks.name_list(doc.get("allowed_search_profiles", []),
-                                        checks.at(path, "allowed_search_profiles"), re.compile(r"^[a-z][a-z0-9_.-]{0,63}$"))
+                                        checks.at(path, "allowed_search_profiles"),
+                                        re.compile(r"^[a-z][a-z0-9_.-]{0,63}$"))
     for index, other in enumerate(allowed_profiles):
         if other not in profiles:
             raise CatalogError("search_profile", f"unknown search profile {other!r}",
@@ -235,7 +236,8 @@ def _resolve(dotted: str, schema: dict, catalog: Catalog, path: str) -> dict:
         if processor is None or processor.kind != "json":
             raise CatalogError("field_path", f"annotations.{parts[1] if len(parts) > 1 else ''} "
                                              "is not a json processor", path)
-        leaf = schema_leaf(dict(processor.output_schema), parts[2:]) if len(parts) > 2 else dict(processor.output_schema)
+        output_schema = dict(processor.output_schema)
+        leaf = schema_leaf(output_schema, parts[2:]) if len(parts) > 2 else output_schema
     if leaf is None:
         raise CatalogError("field_path", f"{dotted} does not resolve in the schema", path)
     return leaf

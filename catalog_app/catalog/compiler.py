@@ -142,7 +142,8 @@ def _merge_family(family: Family, incoming: list[_Incoming], stored: Catalog, co
     for item in incoming:
         identity = (item.validated.name, item.validated.version)
         if identity in seen:
-            label = item.validated.name if item.validated.version is None else f"{item.validated.name}@{item.validated.version}"
+            name, version = identity
+            label = name if version is None else f"{name}@{version}"
             issues.append(CatalogIssue(item.file, item.path, "duplicate",
                                        f"{family.name} {label} is also defined in {seen[identity].file} "
                                        f"at {seen[identity].path}"))

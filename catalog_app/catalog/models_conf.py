@@ -214,7 +214,8 @@ def build(body: dict) -> ModelsConfig:
     providers = {name: Provider(name, p["adapter"], p["base_url"], p["api_key_env"], p["json_capability"],
                                 p["token_limit_field"]) for name, p in body["providers"].items()}
     aliases = {name: Alias(name, tuple(tuple(t.split(":", 1)) for t in a["targets"]), a["params"]["temperature"],
-                           a["params"]["max_output_tokens"], a["context_tokens"]) for name, a in body["aliases"].items()}
+                           a["params"]["max_output_tokens"], a["context_tokens"])
+               for name, a in body["aliases"].items()}
     e = body["embedding"]
     embedding = EmbeddingConfig(providers[e["provider"]], e["model"], e["dimensions"], e["space"], e["batch"],
                                 e["max_text_chars"], MappingProxyType(e.get("params", {})))

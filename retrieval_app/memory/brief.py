@@ -4,13 +4,13 @@ One fused search (``search_app.pipeline.run_search``) ranks two legs with the pr
 hybrid rank (exact BM25, full-text rank and similarity, min-max normalised and mixed, plus a
 little recency): unkeyed records (passages, and derived records, which become facts) and keyed
 records (named facts). The first passages then lend a share of their score to the passages
-beside them in their conversation (``brief_neighbours``). The window is ``after``/``before`` narrowed by the question's own date
-words (``brief_dates``), read against ``before`` or now; nothing that occurred at or after the
-window's end is read, on the valid-time axis ``/retrieve`` uses. When the question's dates
-narrow the window to nothing, the search runs again on the request's own window and a note
-says so. The brief alone may make one model call (``brief_filter``), within the workspace's
-daily budget (``brief_budget``); without a ``cheap`` model or budget it is the unfiltered
-ranking and ``held`` is absent.
+beside them in their conversation (``brief_neighbours``). The window is ``after``/``before``
+narrowed by the question's own date words (``brief_dates``), read against ``before`` or now;
+nothing that occurred at or after the window's end is read, on the valid-time axis ``/retrieve``
+uses. When the question's dates narrow the window to nothing, the search runs again on the
+request's own window and a note says so. The brief alone may make one model call
+(``brief_filter``), within the workspace's daily budget (``brief_budget``); without a ``cheap``
+model or budget it is the unfiltered ranking and ``held`` is absent.
 """
 from __future__ import annotations
 

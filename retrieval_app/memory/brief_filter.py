@@ -59,7 +59,8 @@ def filter_passages(*, models: ModelsConfig, question: str, passages: list[Promp
                     prompt_limit: int) -> Filtered:
     """Ask the ``cheap`` model which of ``passages`` the question needs. Passages that do not fit
     the prompt budget are not sent and so are not kept. Raises ``ApiError`` (``memory_filter_*``)."""
-    head = f"<question untrusted=\"true\">\n{escape_prompt_text(question)}\n</question>\n<passages untrusted=\"true\">\n"
+    head = (f"<question untrusted=\"true\">\n{escape_prompt_text(question)}\n</question>\n"
+            "<passages untrusted=\"true\">\n")
     tail = "</passages>"
     budget = min(PROMPT_TOKEN_LIMIT, prompt_limit) - count_tokens(SYSTEM) - count_tokens(head + tail)
     lines = []

@@ -147,11 +147,12 @@ def memory_around(*, workspace, request: AroundRequest) -> dict:
     anchor = anchors[0]
     conversation = scope & Clause("r.key IS NULL") & same_thread(anchor, catalog)
     position = (anchor.occurred_at, anchor.seq)
-    before = fetch_rows(f"SELECT {COLUMNS} FROM {RECORD} r WHERE {conversation.sql} AND (r.occurred_at, r.workspace_seq) < "
-                        "(%s, %s) ORDER BY r.occurred_at DESC, r.seq DESC LIMIT %s",
+    before = fetch_rows(f"SELECT {COLUMNS} FROM {RECORD} r WHERE {conversation.sql} "
+                        "AND (r.occurred_at, r.workspace_seq) < (%s, %s) "
+                        "ORDER BY r.occurred_at DESC, r.seq DESC LIMIT %s",
                         [*conversation.params, *position, request.before])[::-1] if request.before else []
-    after = fetch_rows(f"SELECT {COLUMNS} FROM {RECORD} r WHERE {conversation.sql} AND (r.occurred_at, r.workspace_seq) > "
-                       "(%s, %s) ORDER BY r.occurred_at, r.seq LIMIT %s",
+    after = fetch_rows(f"SELECT {COLUMNS} FROM {RECORD} r WHERE {conversation.sql} "
+                       "AND (r.occurred_at, r.workspace_seq) > (%s, %s) ORDER BY r.occurred_at, r.seq LIMIT %s",
                        [*conversation.params, *position, request.after]) if request.after else []
 
     def shaped(rows: list[PassageRow]) -> list[dict]:

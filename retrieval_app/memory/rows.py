@@ -36,8 +36,8 @@ from .hits import collection_of
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 CURSOR = re.compile(r"^(-?\d{1,18})\.(\d{1,19})$")
-COLUMNS = ("r.id, r.workspace_seq, r.collection, r.collection_version, r.entity, r.type, r.key, r.status, r.text, r.content, "
-           "r.annotations, r.derived_from, r.occurred_at, r.created_at")
+COLUMNS = ("r.id, r.workspace_seq, r.collection, r.collection_version, r.entity, r.type, r.key, r.status, r.text, "
+           "r.content, r.annotations, r.derived_from, r.occurred_at, r.created_at")
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,8 @@ _ViewList = inline_serializer("ViewList", {"views": serializers.ListField(child=
 _ViewResult = inline_serializer("ViewQueryResult", {
     "view": serializers.JSONField(), "parameters": serializers.JSONField(), "hits": serializers.JSONField(),
     "input_record_ids": serializers.ListField(child=serializers.UUIDField()),
-    "ranking": serializers.JSONField(required=False), "rendered": serializers.CharField(allow_null=True, required=False),
+    "ranking": serializers.JSONField(required=False),
+    "rendered": serializers.CharField(allow_null=True, required=False),
     "truncated": serializers.BooleanField(), "profiles": serializers.ListField(child=serializers.CharField()),
     "backend": serializers.JSONField()})
 

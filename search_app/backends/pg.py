@@ -205,7 +205,8 @@ def _scope_at_most(where: str, params: list, limit: int) -> bool:
     if limit <= 0:
         return False
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*) FROM (SELECT 1 FROM {RECORD} r WHERE {where} LIMIT %s) s", [*params, limit + 1])
+        cursor.execute(f"SELECT count(*) FROM (SELECT 1 FROM {RECORD} r WHERE {where} LIMIT %s) s",
+                       [*params, limit + 1])
         return cursor.fetchone()[0] <= limit
 
 

@@ -44,7 +44,8 @@ class LinkStore:
         self.workspace_id = workspace_id
         self.versions: list[Collection] = [d.value for d in catalog.versions("collection", edges)]
         self.edges = edges
-        self.access = {(c.version, role): FieldAccess(c.fields[mapping[role]], field_paths(c.fields[mapping[role]], catalog))
+        self.access = {(c.version, role): FieldAccess(c.fields[mapping[role]],
+                                                      field_paths(c.fields[mapping[role]], catalog))
                        for c in self.versions for role in ROLES if mapping[role] in c.fields}
 
     def _role(self, role: str) -> str:

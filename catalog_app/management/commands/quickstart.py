@@ -43,7 +43,8 @@ class Command(BaseCommand):
         self.stdout.write(f"Example catalog loaded ({len(compiled.catalog.names('collection'))} collections).")
         samples = json.loads((fixtures / "samples" / "quickstart_records.json").read_text())["records"]
         for record in samples:
-            record.setdefault("dedupe_key", f"quickstart:{record['entity']}:{record['text'] if 'text' in record else record['key']}")
+            wording = record["text"] if "text" in record else record["key"]
+            record.setdefault("dedupe_key", f"quickstart:{record['entity']}:{wording}")
         result = record_ingest_batch(workspace=workspace, items=samples)
         self.stdout.write(f"Sample records: {len(result.inserted)} inserted, {len(result.duplicates)} already there.")
         self.stdout.write(self.style.SUCCESS(
