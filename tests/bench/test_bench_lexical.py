@@ -35,7 +35,8 @@ def test_lexical_bench_on_a_tiny_corpus(tmp_path, monkeypatch):
     assert [row["scope"] for row in corpus["rows"]] == ["workspace", "entity"]
     for row in corpus["rows"]:
         assert row["queries"] == 4 and row["agreed"] == 4
-        assert positive(row["index"]["p50_ms"]) and positive(row["full_scan"]["p50_ms"]) and positive(row["speedup_p50"])
+        assert positive(row["index"]["p50_ms"]) and positive(row["full_scan"]["p50_ms"])
+        assert positive(row["speedup_p50"])
         assert row["index_cold"]["n"] == row["index"]["n"] == 4 and positive(row["index_cold"]["p50_ms"])
         assert row["full_scan"]["n"] == 8
     assert "| synthetic-300 | 300 | workspace |" in (tmp_path / "lexical.md").read_text()

@@ -96,7 +96,8 @@ def test_locomo_harness_end_to_end(tmp_path):
     assert result["target"]["target"] == 66.2
     assert all((tmp_path / name).stat().st_size > 0 for name in result["plots"])
     assert not Workspace.objects.filter(name__startswith="bench-locomo-").exists()
-    assert _swept_example(tmp_path / "locomo_sweep.json") == result["configurations"]["example"]["recall"]["10"]["overall"]
+    example_recall = result["configurations"]["example"]["recall"]["10"]["overall"]
+    assert _swept_example(tmp_path / "locomo_sweep.json") == example_recall
 
 
 def test_unknown_benchmark_lists_the_available_ones():

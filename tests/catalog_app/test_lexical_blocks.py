@@ -34,7 +34,8 @@ def oracle_split(seqs, tfs, lengths, size) -> list[blocks.Block]:
 
 
 gap = st.one_of(st.integers(1, 3), st.integers(1, 2 ** 31), st.just(2 ** 32))
-value = st.one_of(st.sampled_from((255, 256, 65_535, 65_536)), st.integers(0, 300), st.integers(0, 70_000), st.integers(0, 2 ** 32 - 1))
+value = st.one_of(st.sampled_from((255, 256, 65_535, 65_536)), st.integers(0, 300), st.integers(0, 70_000),
+                  st.integers(0, 2 ** 32 - 1))
 run = st.lists(st.tuples(gap, value, value), max_size=12)
 
 

@@ -175,8 +175,8 @@ READS = {
     ("GET", "memory/read"): lambda api, w: api.get(f"/memory/read?path=facts/main/{MARIA}/role"),
     ("GET", "memory/ls"): lambda api, w: api.get(f"/memory/ls?path=passages/main/{MARIA}"),
     ("GET", "memory/history"): lambda api, w: api.get(f"/memory/history?path=facts/main/{MARIA}/role"),
-    ("POST", "memory/search"): lambda api, w: api.post("/memory/search", {"query": "What did Maria do about the Q3 budget?",
-                                                                         "entity": MARIA}, format="json"),
+    ("POST", "memory/search"): lambda api, w: api.post(
+        "/memory/search", {"query": "What did Maria do about the Q3 budget?", "entity": MARIA}, format="json"),
     ("GET", "tools"): lambda api, w: api.get("/tools"),
     ("POST", "mcp"): lambda api, w: mcp_tools_list(api),
     ("POST", "views/<str:name>/query"): lambda api, w: api.post(

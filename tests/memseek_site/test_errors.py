@@ -47,8 +47,8 @@ def test_raising_an_error_or_reading_a_value_imports_neither_drf_nor_the_databas
               "try:\n"
               "    parse_int('x', 'k', error=SpecError)\n"
               "except SpecError as error:\n"
-              "    assert error.envelope() == {'error': 'request_schema', 'detail': 'k: expected an integer, got a string',"
-              " 'path': 'k'}, error.envelope()\n"
+              "    assert error.envelope() == {'error': 'request_schema',"
+              " 'detail': 'k: expected an integer, got a string', 'path': 'k'}, error.envelope()\n"
               "loaded = sorted(m for m in sys.modules if m.startswith(('rest_framework', 'django.db')))\n"
               "assert not loaded, loaded\n")
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)

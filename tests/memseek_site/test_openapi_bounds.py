@@ -105,7 +105,8 @@ def test_every_request_number_that_sizes_work_has_a_bound_in_the_document(db):
 def test_the_walk_reaches_nested_members_and_reads_their_bounds(db):
     found = {where: bounded for where, _, bounded in _request_members()}
     for member in ("POST /search body.k", "POST /search body.sources[].k", "POST /search body.sources[].order_by",
-                   "POST /evaluate body.queries", "POST /evaluate body.queries[].relevant.*", "GET /memory/around ?before",
+                   "POST /evaluate body.queries", "POST /evaluate body.queries[].relevant.*",
+                   "GET /memory/around ?before",
                    "POST /search/lexical body.query.scan_limit", "POST /records body.records",
                    "POST /records body.records[].derived_from", "POST /receipts/{id}/feedback body.recordIds"):
         assert found.get(member) is True, (member, found.get(member))

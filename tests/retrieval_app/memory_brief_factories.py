@@ -102,4 +102,5 @@ def session_dates(sample_id: str) -> dict[int, datetime]:
     [sample] = [s for s in locomo_samples() if s["sample_id"] == sample_id]
     conversation = sample["conversation"]
     return {int(m.group(1)): session_date(value) for key, value in conversation.items()
-            if (m := re.fullmatch(r"session_(\d+)_date_time", key)) and isinstance(conversation.get(f"session_{m.group(1)}"), list)}
+            if (m := re.fullmatch(r"session_(\d+)_date_time", key))
+            and isinstance(conversation.get(f"session_{m.group(1)}"), list)}

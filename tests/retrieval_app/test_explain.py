@@ -69,7 +69,8 @@ def test_diagnostics_report_legs_fusion_drops_floors_and_latencies(world, api):
     assert set(diagnostics["floors"]) == {"applied", "ratio", "minimum", "bestScore", "threshold"}
     assert diagnostics["reranker"] == {"requested": False, "mode": "assisted", "model": None, "judged": 0}
     latency = diagnostics["latencyMs"]
-    assert {"scope", "embed", "phase1", "phase2", "fuse", "reload", "score", "rerank", "compile", "total"} <= set(latency)
+    stages = {"scope", "embed", "phase1", "phase2", "fuse", "reload", "score", "rerank", "compile", "total"}
+    assert stages <= set(latency)
     assert {"text", "policies", "graph", "entity", "derivatives"} <= set(latency["legs"])
     assert all(value >= 0 for value in latency["legs"].values())
 

@@ -50,7 +50,8 @@ def test_stages_without_side_effects_store_no_receipt(workspace):
     trace = RecordingTrace()
     retrieve(workspace=workspace, request={"query": "budget"}, side_effects=False, trace=trace)
     assert not trace.named("receipt insert") and trace.named("compile")
-    assert all(leg["thread"] == threading.get_ident() for leg in trace.named("leg text"))  # inside the test's transaction
+    # Inside the test's transaction: on the test's own thread.
+    assert all(leg["thread"] == threading.get_ident() for leg in trace.named("leg text"))
 
 
 @pytest.mark.model

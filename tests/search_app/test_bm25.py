@@ -50,7 +50,8 @@ def _expected_scores(query: str, texts: list[str]) -> list[float]:
         for term in bm25_query_terms(query):
             df = sum(term in d for d in docs)
             tf = doc.count(term)
-            total += math.log(1 + (n - df + 0.5) / (df + 0.5)) * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len(doc) / average))
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            total += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len(doc) / average))
         scores.append(total)
     return scores
 

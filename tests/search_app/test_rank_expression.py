@@ -8,7 +8,9 @@ import pytest
 
 from search_app.engine.rank_evaluate import RankEvaluationError, Signals, evaluate_rank
 from search_app.engine.rank_expression import (
-    MAX_NODES, SHIPPED_DEFAULT_VARIANTS, AgeHours, Bm25, Const, Decay, Max, Normalize, Product, RankError, Saturate, Score, Similarity, Sum, TextMatch, parse_rank, rank_depth, rank_node_count, rank_signals, rank_to_json, validate_rank,
+    MAX_NODES, SHIPPED_DEFAULT_VARIANTS, AgeHours, Bm25, Const, Decay, Max, Normalize, Product, RankError, Saturate,
+    Score, Similarity, Sum, TextMatch, parse_rank, rank_depth, rank_node_count, rank_signals, rank_to_json,
+    validate_rank,
 )
 from search_app.engine.rank_grammar import RANK_GRAMMAR
 

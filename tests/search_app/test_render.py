@@ -60,7 +60,8 @@ def test_escape_prompt_text(text, expected):
 
 
 @pytest.mark.parametrize("text", [
-    "Maria confirmed the Q3 budget.", "é 日本語 🙂 \u00a0nbsp \u00ad soft hyphen", "back\\slash \\u000a already literal",
+    "Maria confirmed the Q3 budget.", "é 日本語 🙂 \u00a0nbsp \u00ad soft hyphen",
+    "back\\slash \\u000a already literal",
     "zero\u200bwidth \u200e mark \u2027 \u202f \u2065 \u206a", "[id=x] | pipes | and \"quotes\" 'too'",
 ])
 def test_ordinary_text_is_left_as_it_was(text):

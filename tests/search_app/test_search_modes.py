@@ -294,7 +294,8 @@ def test_hybrid_channels_run_concurrently_and_merge_as_they_would_in_sequence(ca
 
     settings.MEMSEEK = {"TOUCH_ON_READ": False}
     ingest_ready(catalog, [item("Budget draft for the offsite", occurred_at=at(0)),
-                           item("The budget needs another review", occurred_at=at(1)), item(UNRELATED[0], occurred_at=at(2))])
+                           item("The budget needs another review", occurred_at=at(1)),
+                           item(UNRELATED[0], occurred_at=at(2))])
     threads = set()
     real_text = pg_backend._text
 

@@ -30,7 +30,8 @@ def test_a_hybrid_search_reports_its_stages_in_order_and_each_channels_sql_on_it
     channels = ["channel vector", "channel text", "channel recent"]
     assert trace.order(set(REQUEST_ORDER)) == REQUEST_ORDER
     candidates, main = trace.one("candidates"), threading.get_ident()
-    for name, marker in zip(channels, ("<=>", "to_tsvector('english'", "ORDER BY r.occurred_at DESC, r.seq DESC LIMIT")):
+    markers = ("<=>", "to_tsvector('english'", "ORDER BY r.occurred_at DESC, r.seq DESC LIMIT")
+    for name, marker in zip(channels, markers):
         channel = trace.one(name)
         assert inside(channel, candidates)
         assert channel["thread"] != main  # the pool's threads (the test's connection is not in a transaction)

@@ -202,7 +202,8 @@ def test_activate_a_view_version_with_the_admin_action(page, acme):
 
 
 def test_run_a_view_in_the_playground(page, acme):
-    ingest(acme, event(MARIA, "Maria asked for the Q3 budget review."), event(MARIA, "Maria moved the review to Tuesday."),
+    ingest(acme, event(MARIA, "Maria asked for the Q3 budget review."),
+           event(MARIA, "Maria moved the review to Tuesday."),
            fact(MARIA, "role", "Maria is the CFO.", scores={"importance": 9}),
            event(IVAN, "Ivan asked about the budget."))
 
