@@ -154,7 +154,7 @@ class PatroniCluster:
         self.etcd: subprocess.Popen | None = None
         self.nodes: list[PatroniNode] = []
         try:
-            self._start_etcd(timeout_s)
+            self.start_etcd(timeout_s)
             interpreter = _interpreter(self.user)
             values = {"scope": SCOPE, "etcd_hosts": f"{HOST}:{self.etcd_port}", "bin_dir": POSTGRES_BIN_PATH,
                       "superuser_password": self.password, "replication_password": secrets.token_hex(16),
@@ -170,12 +170,19 @@ class PatroniCluster:
             self.wait_for(lambda: self.primary() is self.nodes[0], timeout_s, "node1 to bootstrap as primary")
             for node in self.nodes[1:]:
                 node.start()
-            self.wait_for(lambda: self.sync_standby() is not None, timeout_s, "a synchronous standby")
+            self.wait_for(self.healthy, timeout_s, "a primary and a synchronous standby")
         except BaseException:
             self.stop()
             raise
 
-    def _start_etcd(self, timeout_s: float) -> None:
+    def stop_etcd(self) -> None:
+        """SIGKILL etcd (the cluster's store is gone; Patroni keeps running)."""
+        assert self.etcd is not None
+        self.etcd.kill()
+        self.etcd.wait()
+
+    def start_etcd(self, timeout_s: float = 60) -> None:
+        """Start etcd (again, after ``stop_etcd``: the same ports and data) and wait for it."""
         client, peer = f"http://{HOST}:{self.etcd_port}", f"http://{HOST}:{self.etcd_peer_port}"
         self.etcd = subprocess.Popen(
             ["etcd", "--name", "memseek-etcd", "--data-dir", str(self.root / "etcd"),
@@ -216,6 +223,10 @@ class PatroniCluster:
 
     def sync_standby(self) -> PatroniNode | None:
         return next((node for node in self.nodes if node.role() == "sync"), None)
+
+    def healthy(self) -> bool:
+        """One primary and, synchronous mode's guarantee in force, a synchronous standby."""
+        return self.primary() is not None and self.sync_standby() is not None
 
     def url(self, database: str = "postgres", target_session_attrs: str = "read-write") -> str:
         """The multi-host ``DATABASE_URL`` of every node, as the service is configured with it."""
