@@ -153,6 +153,25 @@ def _reader(server: Server, key: str, load: Load) -> None:
             time.sleep(0.2)
 
 
+def _standby_reader(url: str, load: Load, answers: list[tuple[float, float, str]]) -> None:
+    """Reads through ``url`` (every node, ``target_session_attrs=any``: what a reader URL for
+    standbys names) on a new connection each time, as a reader that lost its server reconnects;
+    appends (started, finished, error or "") to ``answers``."""
+    rng = random.Random()
+    while not load.stop.is_set():
+        with load.lock:
+            known = [record_id for record_id, _, _ in load.acknowledged.values()]
+        started, error = time.monotonic(), ""
+        try:
+            with psycopg.connect(url) as connection:
+                connection.execute("SELECT count(*) FROM catalog_app_record WHERE id = %s",
+                                   (rng.choice(known) if known else None,)).fetchone()
+        except psycopg.Error as failure:
+            error = repr(failure)
+        answers.append((started, time.monotonic(), error))
+        time.sleep(0.1)
+
+
 @contextmanager
 def running_load(server: Server, key: str, prefix: str):
     """8 writers and 4 readers on ``server`` until the block ends; yields their ``Load``."""
@@ -204,7 +223,11 @@ def test_killing_the_primary_promotes_the_standby_and_loses_no_acknowledged_writ
     cluster.wait_for(cluster.healthy, REJOIN_BOUND_S, "a primary and a synchronous standby")
     old_primary, standby = cluster.primary(), cluster.sync_standby()
     assert old_primary is not None and standby is not None
+    standby_reads: list[tuple[float, float, str]] = []
     with running_load(server, key, "failover.primary-killed.w") as load:
+        reader = threading.Thread(target=_standby_reader, daemon=True,
+                                  args=(cluster.url("memseek", target_session_attrs="any"), load, standby_reads))
+        reader.start()
         cluster.wait_for(lambda: len(load.acknowledged) >= 3 * WRITERS, 180, "writes before the kill")
         before = len(load.acknowledged)
         killed_at = time.monotonic()
@@ -214,6 +237,7 @@ def test_killing_the_primary_promotes_the_standby_and_loses_no_acknowledged_writ
         resumed_at = load.acked_after(killed_at)[0]
         # After: writes go on through the new primary.
         cluster.wait_for(lambda: len(load.acked_after(resumed_at)) >= 3 * WRITERS, 180, "writes after the failover")
+    reader.join(timeout=60)
     rejoin_s = cluster.wait_for(lambda: old_primary.role() in ("replica", "sync"), REJOIN_BOUND_S,
                                 "the old primary to rejoin as a standby")
 
@@ -221,6 +245,11 @@ def test_killing_the_primary_promotes_the_standby_and_loses_no_acknowledged_writ
     print(f"{before} acknowledged before the kill; promotion after {promoted_s:.1f} s, writes resumed after "
           f"{resumed_at - killed_at:.1f} s (bound {RESUME_BOUND_S} s), old primary rejoined {rejoin_s:.1f} s later")
     assert resumed_at - killed_at <= RESUME_BOUND_S
+    # A reader of the standbys' URL kept reading while no primary took writes.
+    gap_reads = [error for started, finished, error in standby_reads if finished > killed_at and started < resumed_at]
+    print(f"reads through the any-node URL: {len(standby_reads)}, {len(gap_reads)} of them during the failover, "
+          f"{sum(1 for *_, error in standby_reads if error)} failed")
+    assert gap_reads and not any(error for *_, error in standby_reads), standby_reads[:5]
     assert load.refused, f"the kill refused no write, so the load did not span the failover: {summary}"
     assert server.process.poll() is None  # the same gunicorn, never restarted
     # The rejoined old primary has every acknowledged write too (synchronous mode kept it in step).
