@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import threading
@@ -24,7 +25,11 @@ import pytest
 from bench.processes import Server
 from tests.patroni_cluster import PatroniCluster
 
-pytestmark = [pytest.mark.failover, pytest.mark.model]
+pytestmark = [
+    pytest.mark.failover, pytest.mark.model,
+    pytest.mark.skipif(shutil.which("etcd") is None, reason="the failover tests need etcd on PATH, and there is none: "
+                       "apt-get install etcd-server etcd-client (.ci/run installs them)"),
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 WRITERS, READERS = 8, 4
