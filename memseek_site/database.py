@@ -46,6 +46,7 @@ def _settings_from_url(url: str) -> dict:
     query = {key: values[-1] for key, values in parse_qs(parsed.query).items()}
     hosts, ports = _hosts_and_ports(parsed.netloc)
     host = query.pop("host", None) or hosts
+    port = query.pop("port", None) or ports  # the companion of ?host=/socket/dir
     options = {key: value for key, value in query.items()}
     return {
         "ENGINE": "django.db.backends.postgresql",
@@ -53,7 +54,7 @@ def _settings_from_url(url: str) -> dict:
         "USER": unquote(parsed.username or ""),
         "PASSWORD": unquote(parsed.password or ""),
         "HOST": host,
-        "PORT": ports,
+        "PORT": port,
         "OPTIONS": options,
         "CONN_MAX_AGE": int(os.environ.get("DATABASE_CONN_MAX_AGE", "60")),
         "CONN_HEALTH_CHECKS": True,

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from psycopg.conninfo import conninfo_to_dict
 
+from bench.processes import database_url
 from memseek_site.database import _settings_from_url
 
 _LABEL = st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True)
@@ -46,6 +47,29 @@ def test_parsed_settings_equal_libpqs_reading_of_the_same_url(user, password, me
     assert parsed["USER"] == oracle.get("user", "")
     assert parsed["PASSWORD"] == oracle.get("password", "")
     assert parsed["OPTIONS"] == ({"target_session_attrs": attrs} if attrs else {})
+
+
+_CORE = ("HOST", "PORT", "NAME", "USER", "PASSWORD", "OPTIONS")
+
+
+@settings(max_examples=200, deadline=None)
+@given(user=st.one_of(st.none(), _TEXT), password=st.one_of(st.none(), _TEXT),
+       members=st.lists(st.tuples(_HOST, _PORT), min_size=1, max_size=4), name=_TEXT,
+       attrs=st.sampled_from([None, "read-write", "any"]))
+def test_the_url_handed_to_child_processes_reads_back_as_the_same_settings(user, password, members, name, attrs):
+    """``bench.processes.database_url`` (what gunicorn and the workers are started with) keeps
+    every host, port and parameter of a multi-host URL."""
+    parsed = _settings_from_url(_url(user, password, members, name, attrs))
+    again = _settings_from_url(database_url(parsed))
+    assert {key: again[key] for key in _CORE} == {key: parsed[key] for key in _CORE}
+
+
+@pytest.mark.parametrize("host, port", [("/run/a", ""), ("/run/a,/run/b", "5432,5433"), ("/run/a", "6000")])
+def test_socket_directories_travel_in_the_query(host, port):
+    parsed = {"HOST": host, "PORT": port, "NAME": "memseek", "USER": "postgres", "PASSWORD": "",
+              "OPTIONS": {"target_session_attrs": "read-write"}}
+    again = _settings_from_url(database_url(parsed))
+    assert {key: again[key] for key in _CORE} == {key: parsed[key] for key in _CORE}
 
 
 def test_a_multi_host_url_keeps_every_host_and_port_in_order():
