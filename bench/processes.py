@@ -26,16 +26,26 @@ def stop_process(process: subprocess.Popen, log, timeout_s: float = 30) -> None:
 
 
 def database_url(settings_dict: dict) -> str:
-    """A ``DATABASE_URL`` for ``settings_dict`` (for the gunicorn subprocess)."""
-    from urllib.parse import quote
+    """A ``DATABASE_URL`` for ``settings_dict`` (for the gunicorn subprocess): the same hosts and
+    ports (every node of a multi-host one) and the URL's own parameters (``OPTIONS``' strings, such
+    as ``target_session_attrs``), so the child reaches the same server this process does."""
+    from urllib.parse import quote, urlencode
 
-    user = quote(settings_dict.get("USER") or "")
-    password = quote(settings_dict.get("PASSWORD") or "")
+    user = quote(settings_dict.get("USER") or "", safe="")
+    password = quote(settings_dict.get("PASSWORD") or "", safe="")
     host, port = settings_dict.get("HOST") or "", settings_dict.get("PORT") or ""
     auth = f"{user}:{password}@" if user or password else ""
-    if host.startswith("/"):
-        return f"postgresql://{auth}/{settings_dict['NAME']}?host={quote(host)}" + (f"&port={port}" if port else "")
-    return f"postgresql://{auth}{host}{':' + port if port else ''}/{settings_dict['NAME']}"
+    query = {key: value for key, value in (settings_dict.get("OPTIONS") or {}).items() if isinstance(value, str)}
+    name = quote(settings_dict["NAME"], safe="")
+    if host.startswith("/"):  # socket directories go in the query: a path cannot stand in the authority
+        query = {"host": host, **({"port": port} if port else {}), **query}
+        return f"postgresql://{auth}/{name}?{urlencode(query, safe='/,')}"
+    hosts, ports = host.split(","), port.split(",")
+    if len(ports) == 1:  # libpq: one port serves every host
+        ports = ports * len(hosts)
+    members = ",".join((f"[{each}]" if ":" in each else each) + (f":{ports[index]}" if ports[index] else "")
+                       for index, each in enumerate(hosts))
+    return f"postgresql://{auth}{members}/{name}" + (f"?{urlencode(query)}" if query else "")
 
 
 # ---------------------------------------------------------------------------------------------

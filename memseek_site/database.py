@@ -29,7 +29,9 @@ def database_settings(base_dir: Path) -> dict:
     """Return Django's ``DATABASES['default']`` for this process.
 
     Takes the project directory (for ``var/pgdata``); raises ``ValueError`` for a
-    ``DATABASE_URL`` that is not a ``postgres://`` or ``postgresql://`` address.
+    ``DATABASE_URL`` that is not a ``postgres://`` or ``postgresql://`` address. A multi-host
+    URL (``postgresql://u:p@a:5432,b:5433/memseek?target_session_attrs=read-write``) keeps
+    every host and port, so libpq finds a failover cluster's primary (docs/failover.md).
     """
     url = os.environ.get("DATABASE_URL", "").strip()
     if not url:
@@ -42,7 +44,9 @@ def _settings_from_url(url: str) -> dict:
     if parsed.scheme not in ("postgres", "postgresql"):
         raise ValueError(f"DATABASE_URL must start with postgresql://, got {parsed.scheme!r}")
     query = {key: values[-1] for key, values in parse_qs(parsed.query).items()}
-    host = query.pop("host", None) or parsed.hostname or ""
+    hosts, ports = _hosts_and_ports(parsed.netloc)
+    host = query.pop("host", None) or hosts
+    port = query.pop("port", None) or ports  # the companion of ?host=/socket/dir
     options = {key: value for key, value in query.items()}
     return {
         "ENGINE": "django.db.backends.postgresql",
@@ -50,12 +54,33 @@ def _settings_from_url(url: str) -> dict:
         "USER": unquote(parsed.username or ""),
         "PASSWORD": unquote(parsed.password or ""),
         "HOST": host,
-        "PORT": str(parsed.port or ""),
+        "PORT": port,
         "OPTIONS": options,
         "CONN_MAX_AGE": int(os.environ.get("DATABASE_CONN_MAX_AGE", "60")),
         "CONN_HEALTH_CHECKS": True,
         "TEST": {"NAME": f"test_{unquote(parsed.path.lstrip('/')) or 'memseek'}"},
     }
+
+
+def _hosts_and_ports(netloc: str) -> tuple[str, str]:
+    """The host list and port list of a URL's ``netloc`` as libpq reads them, each comma-joined
+    (``a:5432,b:5433`` gives ``("a,b", "5432,5433")``; a host without a port leaves its place in
+    the port list empty, so ``a,b`` gives ``("a,b", ",")``, which libpq reads as default ports). A multi-host URL is how the service
+    finds the primary of a failover cluster (libpq tries the hosts in turn, and
+    ``target_session_attrs`` picks the one that accepts writes), which ``urlparse``'s single
+    ``hostname``/``port`` cannot read. Raises ``ValueError`` for a port that is not a number."""
+    hosts, ports = [], []
+    for item in netloc.rpartition("@")[2].split(","):
+        if item.startswith("["):  # an IPv6 address: its colons are not a port's
+            host, _, rest = item[1:].partition("]")
+            port = rest[1:] if rest.startswith(":") else ""
+        else:
+            host, _, port = item.partition(":")
+        if port and not port.isdigit():
+            raise ValueError(f"DATABASE_URL has a port that is not a number: {port!r}")
+        hosts.append(unquote(host))
+        ports.append(port)
+    return ",".join(hosts), ",".join(ports)
 
 
 def _embedded_server_url(pgdata: Path) -> str:

@@ -25,6 +25,8 @@ BENCHMARKS = {
     "schema_fuzz": "schemathesis over every operation of a running server's OpenAPI document",
     "soak": "hostile bodies, transport cases, schemathesis and 16 writers + 8 readers through a killed worker, "
             "a restarted database and Redis, on loopback (no 5xx, nothing lost, memory under a ceiling)",
+    "failover": "synchronous mode's commit latency and throughput beside synchronous_commit=local, "
+                "on a two-node Patroni cluster",
 }
 
 
