@@ -20,6 +20,12 @@ def test_errors_about_the_request_as_a_whole_carry_no_path(api, workspace_and_ke
     _without_path(api.get("/search?q=" + "a" * (memseek_setting("MAX_URL_BYTES") + 1)), 414, "uri_too_long")
     _without_path(api.post("/records", data="records=1", content_type="text/plain"), 415, "unsupported_media_type")
     _without_path(Client(HTTP_HOST="elsewhere.example").get("/health"), 400, "bad_request")
+    _without_path(api.post("/records", {"records": [{"entity": "e", "type": "event", "text": "x"}]}, format="json"),
+                  409, "no_catalog")
+    _without_path(api.post("/mcp", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, format="json",
+                           HTTP_ORIGIN="http://elsewhere.example"), 403, "origin_not_allowed")
+    settings.MEMSEEK = {"MAX_BODY_BYTES": 64}
+    _without_path(api.post("/records", {"records": [{"entity": "e" * 80}]}, format="json"), 413, "body_too_large")
 
 
 def test_a_key_without_the_capability_is_403_without_path(workspace):
