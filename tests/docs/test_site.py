@@ -49,3 +49,9 @@ def test_the_readme_fits_one_screen_and_keeps_its_two_commands():
     readme = (ROOT / "README.md").read_text()
     assert len(readme.splitlines()) <= 150
     assert "python manage.py quickstart" in readme and "\npytest\n" in readme
+
+
+def test_the_benchmarks_page_links_every_report_and_plot():
+    page = (ROOT / "docs" / "benchmarks.md").read_text()
+    results = [path.name for path in (ROOT / "bench" / "results").iterdir() if path.suffix in (".md", ".png")]
+    assert results and [name for name in results if f"(bench-results/{name})" not in page] == []
