@@ -74,8 +74,8 @@ def _operation(path: str, method: str, operation: dict) -> list[str]:
     body = operation.get("requestBody")
     if body:
         for media, content in sorted(body.get("content", {}).items()):
-            lines += [f"Body ({media}{', required' if body.get('required') else ''}): "
-                      f"{_schema_link(content.get('schema', {}))}", ""]
+            required = ", required" if body.get("required") else ""
+            lines += [f"Body ({media}{required}): {_schema_link(content.get('schema', {}))}", ""]
     lines += ["| Status | Answer | Description |", "| --- | --- | --- |"]
     for status, answer in sorted(operation.get("responses", {}).items()):
         schemas = [_schema_link(content.get("schema", {})) for _, content in sorted(answer.get("content", {}).items())]
@@ -89,12 +89,12 @@ def reference_markdown(document: dict) -> str:
     info = document.get("info", {})
     lines = ["# API reference", "",
              "<!-- Generated from docs/openapi.json by `python -m memseek_site.openapi_page`; do not edit. -->", "",
-             f"{info.get('title', '')} {info.get('version', '')} (OpenAPI {document.get('openapi', '')}). "
-             f"{info.get('description', '')}", "",
-             "Every route but `/health` and the schema pages takes `Authorization: Bearer <workspace key>`; "
-             "the error answers are the envelope `Error` ([API overview](overview.md)). This page is "
-             "rendered from the checked-in document, `docs/openapi.json`; a running server serves the "
-             "same document at `/api/schema/` and browses it at `/api/docs/`.", ""]
+             (f"{info.get('title', '')} {info.get('version', '')} (OpenAPI {document.get('openapi', '')}). "
+              f"{info.get('description', '')}"), "",
+             ("Every route but `/health` and the schema pages takes `Authorization: Bearer <workspace key>`; "
+              "the error answers are the envelope `Error` ([API overview](overview.md)). This page is "
+              "rendered from the checked-in document, `docs/openapi.json`; a running server serves the "
+              "same document at `/api/schema/` and browses it at `/api/docs/`."), ""]
     groups: dict[str, list[tuple[str, str, dict]]] = {}
     for path, item in document.get("paths", {}).items():
         for method in METHODS:
