@@ -1,6 +1,6 @@
 """Django settings for Memseek.
 
-Every environment variable read here is documented in the README's configuration table.
+Every environment variable read here is documented in docs/configuration.md.
 """
 import os
 from pathlib import Path

@@ -6,6 +6,9 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 # The operator console is one URL namespace (``console:…``) made of each app's screens, so a
 # template links to any console page by the console's own name, never by an app's.
 CONSOLE = [path("", include("catalog_app.ui.urls")), path("", include("search_app.ui.urls"))]
+# The admin's "View site" link goes to the console: the site root is the API, which answers a
+# browser with a JSON 404.
+admin.site.site_url = "/console/"
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -2,7 +2,7 @@
 
 They log in through the admin login page, review drafts, browse records, activate a view
 version with the admin action and run a view in the playground, asserting what the page shows
-afterwards, and save full-page screenshots of each screen to ``docs/screenshots/`` (the README
+afterwards, and save full-page screenshots of each screen to ``docs/screenshots/`` (``docs/console.md``
 shows them). The browser is the system's ``/usr/bin/chromium`` (``apt-get install chromium``);
 nothing is downloaded. Without it the tests skip, saying so; ``.ci/run`` installs it.
 

@@ -88,7 +88,7 @@ def gunicorn_argv(addrport: str, workers: int) -> list[str]:
 
 def gunicorn_environment(environ, workers: int) -> dict[str, str]:
     """``environ`` with ``OMP_NUM_THREADS`` set to the usable cores divided by ``workers`` unless
-    the caller set it: the workers share the cores for the bundled model (README, Workers)."""
+    the caller set it: the workers share the cores for the bundled model (docs/operations.md, Workers)."""
     environment = dict(environ)
     if not environment.get("OMP_NUM_THREADS"):
         environment["OMP_NUM_THREADS"] = str(torch_threads_per_process(workers))
