@@ -116,7 +116,6 @@ ERROR_STATUS: dict[str, int] = {
     "path_not_found": 404,
     # MCP (POST /mcp, GET /tools): transport refusals and tool results
     "origin_not_allowed": 403,
-    "tool_not_found": 404,
     "tool_binding_inactive": 409,
     # Lexical search (lexical-search.md): POST /search/lexical answers 400 for every request problem
     "lexical_request": 400,

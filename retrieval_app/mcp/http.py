@@ -10,8 +10,9 @@ Before the SDK sees a byte, the REST rules apply, each answered in the error env
 ``Origin`` header outside ``MCP_ALLOWED_ORIGINS`` is ``403 origin_not_allowed`` (clients that are
 not browsers send none), the bearer key is the REST API's (``401 unauthorized`` unless it names
 a workspace), and the body obeys the strict JSON rules and ``MAX_BODY_BYTES`` of every REST body.
-A method other than POST is ``405 method_not_allowed``. The body must then be one message the
-document admits (``message.MESSAGE_SCHEMA``), else it is 400 with a JSON-RPC error without an id.
+A method other than POST is ``405 method_not_allowed`` (with ``Allow``) whatever the request
+accepts: the server offers no GET stream, and Streamable HTTP asks for exactly 405 then. The
+body must then be one message the document admits (``message.MESSAGE_SCHEMA``), else it is 400 with a JSON-RPC error without an id.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import json
 
 import anyio
 from django.http import HttpResponse
-from drf_spectacular.utils import OpenApiExample, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, inline_serializer
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from rest_framework import serializers
 from rest_framework.views import APIView
@@ -61,6 +62,10 @@ class McpView(APIView):
 
     parser_classes = ()
 
+    def perform_content_negotiation(self, request, force=False):
+        # A GET asking for text/event-stream must still learn 405, in JSON, not 406/422.
+        return super().perform_content_negotiation(request, force=True)
+
     def initial(self, request, *args, **kwargs):
         check_origin(request.META.get("HTTP_ORIGIN"))  # before authentication: a refused page learns nothing
         super().initial(request, *args, **kwargs)
@@ -69,7 +74,9 @@ class McpView(APIView):
         summary="MCP over Streamable HTTP: one JSON-RPC request per POST (tools/list, tools/call, ...)",
         request={"application/json": JsonRpcRequestSerializer},
         responses={200: _JsonRpc, 202: None, 400: _JsonRpc, 401: ErrorSerializer, 403: ErrorSerializer,
-                   413: ErrorSerializer, 415: ErrorSerializer, 422: ErrorSerializer},
+                   404: OpenApiResponse(_JsonRpc, description="Revision 2026-07-28: a method the server does not "
+                                        "have, with JSON-RPC error -32601"),
+                   405: ErrorSerializer, 413: ErrorSerializer, 415: ErrorSerializer, 422: ErrorSerializer},
         examples=[OpenApiExample("List the tools", request_only=True, value={
             "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
                 "io.modelcontextprotocol/protocolVersion": "2026-07-28"}}})])

@@ -109,12 +109,18 @@ def _view_schema(view) -> dict:
 
 
 def _ingest_schema(collection, content_schema: dict) -> dict:
+    """What ``POST /records`` accepts from the tool: ``text`` fills ``content.text``, so the
+    content offered does not require it; ``text`` is required unless the collection projects it
+    from ``content``, and then one of the two is."""
     keyed = collection.mode in ("keyed", "mixed")
+    content = copy.deepcopy(content_schema)
+    if isinstance(content.get("required"), list) and "text" in content["required"]:
+        content["required"] = [name for name in content["required"] if name != "text"]
     properties = {
         "entity": {"type": "string", "minLength": 1, "maxLength": 255, "description": "Whose memory this is."},
         "type": {"type": "string", "pattern": PUBLIC_NAME.pattern, "description": "The record type."},
-        "text": {"type": "string", "description": "The record text (the collection may project it from content)."},
-        "content": copy.deepcopy(content_schema),
+        "text": {"type": "string", "description": "The record text (also content.text)."},
+        "content": content,
         "dedupe_key": {"type": "string", "minLength": 1, "maxLength": 256,
                        "description": "A retry with the same key and payload is not written twice."},
         "occurred_at": {"type": "string", "format": "date-time", "description": "When it happened (RFC 3339)."},
@@ -122,6 +128,11 @@ def _ingest_schema(collection, content_schema: dict) -> dict:
     if keyed:
         properties["key"] = {"type": "string", "minLength": 1, "maxLength": 128,
                              "description": "The fact's key (keyed records)."}
-    required = ["entity", "type", "content"] + (["key"] if collection.mode == "keyed" else [])
-    return {"type": "object", "properties": {name: properties[name] for name in INGEST_FIELDS if name in properties},
-            "required": required, "additionalProperties": False}
+    required = ["entity", "type"] + (["key"] if collection.mode == "keyed" else [])
+    schema = {"type": "object", "properties": {name: properties[name] for name in INGEST_FIELDS if name in properties},
+              "required": required, "additionalProperties": False}
+    if collection.text_projection is None:
+        required.append("text")
+    else:
+        schema["anyOf"] = [{"required": ["text"]}, {"required": ["content"]}]
+    return schema

@@ -5,8 +5,10 @@ stdio) and call the tool's REST route through ``routes``.
 A tool call never reaches the database by itself: it becomes one request to the route its
 listing names (``request_for``), and the route's answer becomes the result, its JSON as text and
 as ``structuredContent``. An HTTP error becomes a result with ``isError: true`` carrying the
-error envelope (``error``, ``detail``, ``path``) and the status. A tool missing from the current
-listing fails (``tool_not_found``) even when the client cached an older list.
+error envelope (``error``, ``detail``, ``path``) and the status, its ``path`` naming the tool's
+argument (an ingest tool's ``records[0].text`` is its argument ``text``). A tool missing from
+the current listing is the JSON-RPC error the specification lists for an unknown tool (-32602
+Invalid params), even when the client cached an older list.
 """
 from __future__ import annotations
 
@@ -22,6 +24,9 @@ from memseek_site.errors import ApiError
 from .listing import INGEST_FIELDS
 
 INTERNAL_ERROR = -32603
+INVALID_PARAMS = -32602
+# An ingest tool sends its arguments as the one record of POST /records.
+_INGEST_ITEM = "records[0]"
 SERVER_VERSION = "memseek"
 
 
@@ -93,10 +98,10 @@ def _sdk_tool(tool: dict) -> types.Tool:
 async def tool_call(routes, listing: dict, name: str, arguments) -> types.CallToolResult:
     """Call tool ``name`` of ``listing`` with ``arguments`` through ``routes``."""
     tool = next((tool for tool in listing["tools"] if tool["name"] == name), None)
+    if tool is None:
+        raise MCPError(INVALID_PARAMS, f"Unknown tool: {name[:100]!r} is not in the active MCP declaration; list "
+                       "the tools again.")
     try:
-        if tool is None:
-            raise ApiError("tool_not_found", f"No tool named {name!r} in the active MCP declaration; list the tools "
-                           "again.", "name")
         binding = tool["binding"]
         if binding["kind"] == "view" and not binding["active"]:
             raise ApiError("tool_binding_inactive", f"The tool is bound to view {binding['name']}@{binding['version']}"
@@ -108,7 +113,7 @@ async def tool_call(routes, listing: dict, name: str, arguments) -> types.CallTo
     if answer.status >= 400 or not isinstance(answer.payload, dict):
         envelope = answer.payload if isinstance(answer.payload, dict) and "error" in answer.payload else {
             "error": "internal_error", "detail": f"{method} {path} answered {answer.status} without a JSON object."}
-        return error_result(envelope, answer.status)
+        return error_result(_as_arguments(envelope) if tool["kind"] == "ingest" else envelope, answer.status)
     return types.CallToolResult(content=[types.TextContent(type="text", text=_json(answer.payload))],
                                 structured_content=answer.payload)
 
@@ -118,6 +123,19 @@ def error_result(envelope: dict, status: int) -> types.CallToolResult:
     carried = {**envelope, "status": status}
     return types.CallToolResult(content=[types.TextContent(type="text", text=_json(carried))],
                                 structured_content=carried, is_error=True)
+
+
+def _as_arguments(envelope: dict) -> dict:
+    """An ingest route's error with its path (and detail) naming the tool's argument instead of
+    the one record the tool sent."""
+    path = envelope.get("path")
+    if not isinstance(path, str) or not path.startswith(_INGEST_ITEM):
+        return envelope
+    argument = path.removeprefix(_INGEST_ITEM).removeprefix(".")
+    detail = envelope.get("detail", "")
+    if isinstance(detail, str):
+        detail = detail.removeprefix(f"{_INGEST_ITEM}: ")
+    return {**envelope, "path": argument or None, "detail": detail}
 
 
 def request_for(tool: dict, arguments) -> tuple[str, str, dict | None, object]:

@@ -1,0 +1,122 @@
+"""``/mcp`` to the letter of the MCP specification (issue 37): the transport's method rule, the
+bearer challenge, JSON-RPC errors for an unknown tool and a batch, the newer revision's unknown
+method, and the ``remember`` tool's input schema and error paths. In-process (Django's test client)."""
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+from rest_framework.test import APIClient
+
+from catalog_app.models import Record
+from tests.memseek_site.test_openapi_responses import check
+
+from .test_mcp_endpoint import MODERN, call, rpc, tools
+
+STREAM = "text/event-stream"
+
+
+@pytest.mark.parametrize("accept", [STREAM, "application/json, text/event-stream", "*/*"])
+@pytest.mark.parametrize("method", ["GET", "PUT", "PATCH", "DELETE"])
+def test_methods_other_than_post_are_405_whatever_the_client_accepts(catalog, api, method, accept):
+    # Streamable HTTP: a server that offers no GET stream answers GET with 405; TypeScript clients
+    # tear the session down on anything else.
+    response = api.generic(method, "/mcp", b"", HTTP_ACCEPT=accept, HTTP_MCP_PROTOCOL_VERSION=MODERN)
+    assert response.status_code == 405, response.content
+    assert response.json()["error"] == "method_not_allowed"
+    assert "POST" in response["Allow"] and "GET" not in response["Allow"]
+
+
+@pytest.mark.parametrize("route", ["/mcp", "/tools", "/timeline?entity=x"])
+def test_a_401_carries_a_bearer_challenge(catalog, route):
+    anonymous = APIClient()
+    response = anonymous.post(route, {}, format="json") if route == "/mcp" else anonymous.get(route)
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"].startswith("Bearer ")
+    wrong = APIClient()
+    wrong.credentials(HTTP_AUTHORIZATION="Bearer not-a-key")
+    response = rpc(wrong, "tools/list") if route == "/mcp" else wrong.get(route)
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"].startswith("Bearer ") and 'error="invalid_token"' in response[
+        "WWW-Authenticate"]
+
+
+def test_an_unknown_tool_is_the_json_rpc_invalid_params_error(catalog, api):
+    response = rpc(api, "tools/call", {"name": "no_such_tool", "arguments": {}})
+    answer = response.json()
+    assert "result" not in answer, answer
+    assert answer["error"]["code"] == -32602 and "no_such_tool" in answer["error"]["message"]
+    check(response, "POST", "/mcp", response.status_code)
+
+
+@pytest.mark.parametrize("size", [10, 200_000])
+def test_a_batch_is_refused_without_echoing_its_body(catalog, api, size):
+    batch = [{"jsonrpc": "2.0", "id": n, "method": "tools/list", "params": {"pad": "x" * 100}} for n in range(size // 100)]
+    raw = json.dumps(batch).encode()
+    response = api.generic("POST", "/mcp", raw, content_type="application/json",
+                           HTTP_ACCEPT="application/json, text/event-stream", HTTP_MCP_PROTOCOL_VERSION=MODERN)
+    assert response.status_code == 400
+    answer = response.json()
+    assert (answer["id"], answer["error"]["code"]) == (None, -32600)
+    assert "batch" in answer["error"]["message"].lower()
+    assert len(response.content) < 1024 and "pad" not in response.content.decode()
+
+
+def test_a_long_refused_member_is_not_echoed_whole(catalog, api):
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}, "x" * 50_000: 1}
+    response = api.generic("POST", "/mcp", json.dumps(message).encode(), content_type="application/json",
+                           HTTP_ACCEPT="application/json, text/event-stream")
+    assert response.status_code == 400 and len(response.content) < 1024
+
+
+def test_an_unknown_method_in_the_newer_revision_is_a_documented_404(catalog, api):
+    response = rpc(api, "no/such/method")
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == -32601
+    check(response, "POST", "/mcp", 404)
+
+
+REMEMBER_CASES = [
+    {"entity": "contact.maria", "type": "note", "text": "Calls on Tuesdays."},
+    {"entity": "contact.maria", "type": "note", "text": "Calls.", "content": {"speaker": "maria"}},
+    {"entity": "contact.maria", "type": "note", "text": "Calls.", "content": {"text": "Calls."}},
+    {"entity": "contact.maria", "type": "note", "content": {"text": "Calls on Tuesdays."}},
+    {"entity": "contact.maria", "type": "note"},
+    {"entity": "contact.maria", "text": "Calls."},
+    {"type": "note", "text": "Calls."},
+    {"entity": "contact.maria", "type": "note", "text": "Calls.", "content": {"speaker": 3}},
+]
+
+
+@pytest.mark.parametrize("arguments", REMEMBER_CASES)
+def test_remember_input_schema_accepts_exactly_what_the_tool_accepts(catalog, api, arguments):
+    # The published schema is the oracle an agent plans with: its verdict must be the route's.
+    schema = tools(api)["remember"]["input_schema"]
+    admitted = jsonschema.Draft202012Validator(schema).is_valid(arguments)
+    before = Record.objects.count()
+    result = call(api, "remember", arguments)
+    assert (not result["isError"]) is admitted, (arguments, result["structuredContent"])
+    assert Record.objects.count() == before + (1 if admitted else 0)
+
+
+def test_remember_schema_requires_text_without_a_projection(catalog, api):
+    schema = tools(api)["remember"]["input_schema"]
+    assert sorted(schema["required"]) == ["entity", "text", "type"]
+    assert "text" not in schema["properties"]["content"].get("required", [])
+
+
+@pytest.mark.parametrize(("arguments", "path"), [
+    ({"entity": "contact.maria", "type": "note", "text": "x", "content": {"speaker": 3}}, "content"),
+    ({"entity": "contact.maria", "type": "note", "content": {"text": "x"}}, "text"),
+    ({"entity": "", "type": "note", "text": "x"}, "entity"),
+    ({"entity": "contact.maria", "type": "Not A Type!", "text": "x"}, "type"),
+])
+def test_remember_errors_name_the_tools_arguments(catalog, api, arguments, path):
+    before = Record.objects.count()
+    result = call(api, "remember", arguments)
+    assert result["isError"] is True
+    error_path = result["structuredContent"]["path"]
+    assert error_path == path or error_path.startswith(path + "."), result["structuredContent"]
+    assert "records" not in error_path and "records[0]" not in result["structuredContent"]["detail"]
+    assert Record.objects.count() == before
