@@ -7,9 +7,12 @@ import json
 
 import jsonschema
 import pytest
+import referencing
+import referencing.jsonschema
 from rest_framework.test import APIClient
 
 from catalog_app.models import Record
+from tests.catalog_app.factories import record_make
 from tests.memseek_site.test_openapi_responses import check
 
 from .test_mcp_endpoint import MODERN, call, rpc, tools
@@ -120,3 +123,57 @@ def test_remember_errors_name_the_tools_arguments(catalog, api, arguments, path)
     assert error_path == path or error_path.startswith(path + "."), result["structuredContent"]
     assert "records" not in error_path and "records[0]" not in result["structuredContent"]["detail"]
     assert Record.objects.count() == before
+
+
+def _document_validator(document: dict, schema: dict) -> jsonschema.Draft202012Validator:
+    """The oracle: ``schema`` validated with its ``$ref``s resolved inside ``document`` by
+    jsonschema itself, not by the inlining under test."""
+    resource = referencing.Resource.from_contents(document, default_specification=referencing.jsonschema.DRAFT202012)
+    registry = referencing.Registry().with_resource("urn:openapi", resource)
+    return jsonschema.Draft202012Validator(_absolute(schema), registry=registry)
+
+
+def _absolute(node):
+    """``node`` with its document-relative ``$ref``s pointing into ``urn:openapi``."""
+    if isinstance(node, dict):
+        return {key: "urn:openapi" + value if key == "$ref" and value.startswith("#") else _absolute(value)
+                for key, value in node.items()}
+    return [_absolute(item) for item in node] if isinstance(node, list) else node
+
+
+EXAMPLE_CALLS = {
+    "remember": {"entity": "contact.maria", "type": "note", "text": "Maria prefers calls on Tuesdays."},
+    "customer_context": {"entity": "contact.maria", "task": "Q3 budget"},
+    "search_memory": {"query": "Q3 budget", "entity": "contact.maria"},
+    "brief": {"query": "What is Maria's Q3 budget?", "entity": "contact.maria"},
+    "grep": {"q": "budget", "entity": "contact.maria"},
+}
+
+
+def test_every_example_tool_publishes_its_routes_response_schema_and_its_results_validate(catalog, api):
+    from retrieval_app.mcp.route_schema import _openapi
+
+    document = _openapi()
+    record_make(catalog, entity="contact.maria", text="Maria's Q3 budget is 40k.")  # enriched: a passage
+    listed = {tool["name"]: tool for tool in rpc(api, "tools/list").json()["result"]["tools"]}
+    published = tools(api)
+    assert set(listed) == {*EXAMPLE_CALLS, "open_record"}
+    calls = dict(EXAMPLE_CALLS)
+    calls["open_record"] = {"id": call(api, "remember", {"entity": "contact.maria", "type": "note",
+                                                         "text": "Opened."})["structuredContent"]["inserted"][0]["id"]}
+    for name, arguments in calls.items():
+        schema = listed[name]["outputSchema"]
+        assert schema == published[name]["output_schema"] and schema["type"] == "object"
+        assert "$ref" not in json.dumps(schema), name  # self-contained
+        route = published[name]["route"]
+        template = "/views/{name}/query" if published[name]["kind"] == "view" else route["path"]
+        operation = document["paths"][template][route["method"].lower()]
+        documented = operation["responses"]["200"]["content"]["application/json"]["schema"]
+        result = call(api, name, arguments)
+        assert result["isError"] is False, (name, result["structuredContent"])
+        jsonschema.Draft202012Validator(schema).validate(result["structuredContent"])
+        assert _document_validator(document, documented).is_valid(result["structuredContent"]), name
+        # The inlined schema and the document's say the same of a body with a member mistyped.
+        broken = {**result["structuredContent"], next(iter(schema["required"])): {"not": "this"}}
+        assert jsonschema.Draft202012Validator(schema).is_valid(broken) is _document_validator(
+            document, documented).is_valid(broken), name
