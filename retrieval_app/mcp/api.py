@@ -1,4 +1,6 @@
-"""``GET /tools``: the active MCP allowlist (``listing.tools_list``)."""
+"""``GET /tools``: the active MCP allowlist (``listing.tools_list``), with an ``ETag``; a request
+whose ``If-None-Match`` names it is ``304`` without a body (the stdio bridge revalidates its
+cached list so before each call)."""
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
@@ -7,7 +9,7 @@ from rest_framework.views import APIView
 from catalog_app.api.schema import ErrorSerializer
 from memseek_site.parsing import parse_query
 
-from .listing import tools_list
+from .listing import tools_etag, tools_list
 
 _ToolList = inline_serializer("ToolList", {
     "protocol": serializers.CharField(), "catalog": serializers.JSONField(help_text="{hash}"),
@@ -22,7 +24,15 @@ class ToolListView(APIView):
     capability = "read"
 
     @extend_schema(summary="The MCP tools of the active declaration, with bindings, routes and schemas",
-                   responses={200: _ToolList, 401: ErrorSerializer, 422: ErrorSerializer})
+                   responses={200: _ToolList, 304: None, 401: ErrorSerializer, 422: ErrorSerializer})
     def get(self, request):
         parse_query(request.query_params, allowed=())
-        return Response(tools_list(workspace=request.auth))
+        etag = tools_etag(workspace=request.auth)
+        if {etag, "*"} & _tags(request.META.get("HTTP_IF_NONE_MATCH", "")):
+            return Response(status=304, headers={"ETag": etag})
+        return Response(tools_list(workspace=request.auth), headers={"ETag": etag})
+
+
+def _tags(header: str) -> set[str]:
+    """The entity tags an ``If-None-Match`` header lists (weak ones compare by their tag)."""
+    return {tag.strip().removeprefix("W/") for tag in header.split(",") if tag.strip()}

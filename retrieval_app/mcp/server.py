@@ -9,6 +9,9 @@ error envelope (``error``, ``detail``, ``path``) and the status, its ``path`` na
 argument (an ingest tool's ``records[0].text`` is its argument ``text``). A tool missing from
 the current listing is the JSON-RPC error the specification lists for an unknown tool (-32602
 Invalid params), even when the client cached an older list.
+
+Nothing here imports Django, DRF or Celery at load time (``memseek_site.errors`` is imported
+where a call is refused, ``_api_error``): the stdio bridge runs this module without them.
 """
 from __future__ import annotations
 
@@ -19,20 +22,27 @@ import mcp_types as types
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
-from memseek_site.errors import ApiError
-
-from .listing import INGEST_FIELDS
-
 INTERNAL_ERROR = -32603
 INVALID_PARAMS = -32602
 # An ingest tool sends its arguments as the one record of POST /records.
 _INGEST_ITEM = "records[0]"
+# What a tool caller may set on an ingested record (the route's other fields are not offered).
+INGEST_FIELDS = ("entity", "type", "key", "text", "content", "dedupe_key", "occurred_at")
+
+
+def _api_error():
+    """``memseek_site.errors.ApiError``, imported on first use: importing ``memseek_site`` loads
+    the Celery app, which the stdio bridge must not wait for before ``initialize``."""
+    from memseek_site.errors import ApiError
+
+    return ApiError
 SERVER_VERSION = "memseek"
 
 
 class Allowlist:
-    """The current ``GET /tools`` payload: ``read`` (an async callable) reads it at every use, as
-    a stdio session living across catalog loads needs; ``Allowlist.of(listing)`` is one read
+    """The current ``GET /tools`` payload: ``read`` (an async callable) returns it at every use,
+    as a stdio session living across catalog loads needs (``stdio.CachedListing`` revalidates
+    its copy); ``Allowlist.of(listing)`` is one read
     already made, for the single message one HTTP request to ``/mcp`` carries."""
 
     def __init__(self, read):
@@ -48,14 +58,18 @@ class Allowlist:
         return await self.read()
 
 
-async def listing_over_routes(routes) -> dict:
-    """``GET /tools`` through ``routes``; a refusal is a JSON-RPC error naming the status."""
-    answer = await routes.request("GET", "/tools")
+async def listing_over_routes(routes, *, if_none_match: str | None = None) -> tuple[dict | None, str | None]:
+    """``GET /tools`` through ``routes``: the payload and its ``ETag``, or ``(None, etag)`` when
+    ``if_none_match`` still names it (304). A refusal is a JSON-RPC error naming the status."""
+    extra = {} if if_none_match is None else {"if_none_match": if_none_match}
+    answer = await routes.request("GET", "/tools", **extra)
+    if answer.status == 304 and if_none_match is not None:
+        return None, if_none_match
     if answer.status != 200 or not isinstance(answer.payload, dict):
         detail = answer.payload.get("detail") if isinstance(answer.payload, dict) else None
         raise MCPError(INTERNAL_ERROR, f"GET /tools answered {answer.status}: {detail or 'no JSON body'}",
                        answer.payload)
-    return answer.payload
+    return answer.payload, answer.etag
 
 
 def build_server(allowlist: Allowlist, routes, listing: dict) -> Server:
@@ -97,6 +111,7 @@ def _sdk_tool(tool: dict) -> types.Tool:
 
 async def tool_call(routes, listing: dict, name: str, arguments) -> types.CallToolResult:
     """Call tool ``name`` of ``listing`` with ``arguments`` through ``routes``."""
+    ApiError = _api_error()
     tool = next((tool for tool in listing["tools"] if tool["name"] == name), None)
     if tool is None:
         raise MCPError(INVALID_PARAMS, f"Unknown tool: {name[:100]!r} is not in the active MCP declaration; list "
@@ -141,6 +156,7 @@ def _as_arguments(envelope: dict) -> dict:
 def request_for(tool: dict, arguments) -> tuple[str, str, dict | None, object]:
     """The REST request (method, path, query, body) a call of ``tool`` with ``arguments`` makes.
     Raises ``ApiError`` (``request_schema``) for arguments the route cannot take from a tool."""
+    ApiError = _api_error()
     if not isinstance(arguments, dict):
         raise ApiError("request_schema", "arguments must be a JSON object", "arguments")
     kind, route = tool["kind"], tool["route"]
@@ -163,7 +179,7 @@ def request_for(tool: dict, arguments) -> tuple[str, str, dict | None, object]:
 def _only(arguments: dict, allowed) -> None:
     for key in arguments:
         if key not in allowed:
-            raise ApiError("request_schema", f"{key}: not an argument of this tool; it takes {', '.join(allowed)}",
+            raise _api_error()("request_schema", f"{key}: not an argument of this tool; it takes {', '.join(allowed)}",
                            key)
 
 
@@ -176,7 +192,7 @@ def _query(arguments: dict) -> dict[str, str]:
         elif isinstance(value, bool):
             value = "true" if value else "false"
         elif not isinstance(value, (str, int, float)):
-            raise ApiError("request_schema", f"{key}: a lookup argument is a string, number, boolean or list of "
+            raise _api_error()("request_schema", f"{key}: a lookup argument is a string, number, boolean or list of "
                            "them", key)
         query[key] = str(value)
     return query

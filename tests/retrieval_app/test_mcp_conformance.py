@@ -4,18 +4,21 @@ method, and the ``remember`` tool's input schema and error paths. In-process (Dj
 from __future__ import annotations
 
 import json
+import shutil
 
 import jsonschema
 import pytest
 import referencing
 import referencing.jsonschema
+import yaml
 from rest_framework.test import APIClient
 
 from catalog_app.models import Record
+from catalog_app.services.catalog_load import catalog_load
 from tests.catalog_app.factories import record_make
 from tests.memseek_site.test_openapi_responses import check
 
-from .test_mcp_endpoint import MODERN, call, rpc, tools
+from .test_mcp_endpoint import FIXTURES, MODERN, call, rpc, tools
 
 STREAM = "text/event-stream"
 
@@ -177,3 +180,24 @@ def test_every_example_tool_publishes_its_routes_response_schema_and_its_results
         broken = {**result["structuredContent"], next(iter(schema["required"])): {"not": "this"}}
         assert jsonschema.Draft202012Validator(schema).is_valid(broken) is _document_validator(
             document, documented).is_valid(broken), name
+
+
+def test_get_tools_answers_304_while_its_etag_is_current(catalog, api, tmp_path):
+    first = api.get("/tools")
+    etag = first["ETag"]
+    assert first.status_code == 200 and etag.startswith('"') and etag.endswith('"')
+    for header in (etag, f"W/{etag}", f'"other", {etag}', "*"):
+        unchanged = api.get("/tools", HTTP_IF_NONE_MATCH=header)
+        assert unchanged.status_code == 304 and unchanged.content == b"" and unchanged["ETag"] == etag
+    for header in ('"stale"', "", "garbage"):
+        assert api.get("/tools", HTTP_IF_NONE_MATCH=header).status_code == 200
+    # Another active declaration: another tag, and the old one gets the full list.
+    directory = tmp_path / "catalog"
+    shutil.copytree(FIXTURES / "example", directory)
+    declaration = yaml.safe_load((directory / "mcp" / "agent.yaml").read_text())
+    declaration.update(version=2, tools=declaration["tools"][:2])
+    (directory / "mcp" / "agent.yaml").write_text(yaml.safe_dump(declaration))
+    catalog_load(workspace=catalog, directory=directory)
+    changed = api.get("/tools", HTTP_IF_NONE_MATCH=etag)
+    assert changed.status_code == 200 and changed["ETag"] != etag and len(changed.json()["tools"]) == 2
+    assert APIClient().get("/tools", HTTP_IF_NONE_MATCH="*").status_code == 401  # no key, no tag
