@@ -11,13 +11,25 @@ from memseek_site.parsing import parse_query
 
 from .listing import tools_etag, tools_list
 
+_TOOL_FIELDS = {
+    "name": serializers.CharField(), "title": serializers.CharField(allow_null=True),
+    "description": serializers.CharField(), "kind": serializers.CharField(),
+    "binding": serializers.DictField(help_text="{kind, name?, version?, hash?, active?, lookup?}"),
+    "route": inline_serializer("ToolRoute", {"method": serializers.CharField(), "path": serializers.CharField(),
+                                             "available": serializers.BooleanField()}),
+    "input_schema": serializers.DictField(help_text="JSON Schema of the arguments"),
+    "output_schema": serializers.DictField(help_text="JSON Schema of structuredContent: the route's success body"),
+    "annotations": inline_serializer("ToolAnnotations", {
+        name: serializers.BooleanField() for name in ("readOnlyHint", "idempotentHint", "destructiveHint",
+                                                      "openWorldHint")}),
+    "hash": serializers.CharField()}
 _ToolList = inline_serializer("ToolList", {
-    "protocol": serializers.CharField(), "catalog": serializers.JSONField(help_text="{hash}"),
-    "interface": serializers.JSONField(allow_null=True, help_text="{name, version, hash, title, instructions} of "
-                                       "the active mcp/*.yaml declaration, or null"),
-    "tools": serializers.ListField(child=serializers.JSONField(), help_text=(
-        "[{name, title, description, kind, binding: {kind, name?, version?, hash?, active?, lookup?}, "
-        "route: {method, path, available}, input_schema, output_schema, annotations, hash}] in declared order"))})
+    "protocol": serializers.CharField(),
+    "catalog": inline_serializer("ToolCatalog", {"hash": serializers.CharField()}),
+    "interface": inline_serializer("ToolInterface", {
+        "name": serializers.CharField(), "version": serializers.IntegerField(), "hash": serializers.CharField(),
+        "title": serializers.CharField(), "instructions": serializers.CharField()}, allow_null=True),
+    "tools": inline_serializer("Tool", _TOOL_FIELDS, many=True, help_text="In declared order")})
 
 
 class ToolListView(APIView):
