@@ -181,7 +181,7 @@ def test_the_tool_list_is_read_once_per_declaration_hash(live, proxy, tmp_path):
 def test_the_bridge_imports_neither_django_nor_celery(live):
     done = subprocess.run([sys.executable, "-X", "importtime", str(ROOT / "manage.py"), "mcp", "--check"],
                           env={"MEMSEEK_URL": live.url, "MEMSEEK_API_KEY": live.demo_key}, cwd="/",
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert "mcp.server.lowlevel.server" in imported  # the measurement saw the bridge's imports
