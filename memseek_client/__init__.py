@@ -14,8 +14,8 @@ from .retry import NO_RETRY, RetryPolicy
 __version__ = "0.1.0"
 
 __all__ = [
-    "ApiError", "AsyncMemseekClient", "BadRequest", "ClientClosed", "ClientError", "Conflict", "ConnectionFailed", "Forbidden",
-    "MemseekClient", "MemseekError", "MethodNotAllowed", "NO_RETRY", "NotFound", "PayloadTooLarge", "RateLimited",
-    "RecordInput", "ResponseShapeError", "RetryPolicy", "ServerError", "Timeout", "Unauthorized", "Unavailable",
-    "Unprocessable", "UnsupportedMediaType", "models",
+    "ApiError", "AsyncMemseekClient", "BadRequest", "ClientClosed", "ClientError", "Conflict", "ConnectionFailed",
+    "Forbidden", "MemseekClient", "MemseekError", "MethodNotAllowed", "NO_RETRY", "NotFound", "PayloadTooLarge",
+    "RateLimited", "RecordInput", "ResponseShapeError", "RetryPolicy", "ServerError", "Timeout", "Unauthorized",
+    "Unavailable", "Unprocessable", "UnsupportedMediaType", "models",
 ]

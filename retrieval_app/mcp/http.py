@@ -12,7 +12,8 @@ not browsers send none), the bearer key is the REST API's (``401 unauthorized`` 
 a workspace), and the body obeys the strict JSON rules and ``MAX_BODY_BYTES`` of every REST body.
 A method other than POST is ``405 method_not_allowed`` (with ``Allow``) whatever the request
 accepts: the server offers no GET stream, and Streamable HTTP asks for exactly 405 then. The
-body must then be one message the document admits (``message.MESSAGE_SCHEMA``), else it is 400 with a JSON-RPC error without an id.
+body must then be one message the document admits (``message.MESSAGE_SCHEMA``), else it is 400
+with a JSON-RPC error without an id.
 """
 from __future__ import annotations
 

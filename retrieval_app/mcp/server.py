@@ -24,6 +24,7 @@ from mcp.shared.exceptions import MCPError
 
 INTERNAL_ERROR = -32603
 INVALID_PARAMS = -32602
+SERVER_VERSION = "memseek"
 # An ingest tool sends its arguments as the one record of POST /records.
 _INGEST_ITEM = "records[0]"
 # What a tool caller may set on an ingested record (the route's other fields are not offered).
@@ -36,14 +37,13 @@ def _api_error():
     from memseek_site.errors import ApiError
 
     return ApiError
-SERVER_VERSION = "memseek"
 
 
 class Allowlist:
     """The current ``GET /tools`` payload: ``read`` (an async callable) returns it at every use,
     as a stdio session living across catalog loads needs (``stdio.CachedListing`` revalidates
-    its copy); ``Allowlist.of(listing)`` is one read
-    already made, for the single message one HTTP request to ``/mcp`` carries."""
+    its copy); ``Allowlist.of(listing)`` is one read already made, for the single message one
+    HTTP request to ``/mcp`` carries."""
 
     def __init__(self, read):
         self.read = read
@@ -179,8 +179,8 @@ def request_for(tool: dict, arguments) -> tuple[str, str, dict | None, object]:
 def _only(arguments: dict, allowed) -> None:
     for key in arguments:
         if key not in allowed:
-            raise _api_error()("request_schema", f"{key}: not an argument of this tool; it takes {', '.join(allowed)}",
-                           key)
+            raise _api_error()("request_schema", f"{key}: not an argument of this tool; it takes "
+                               f"{', '.join(allowed)}", key)
 
 
 def _query(arguments: dict) -> dict[str, str]:
@@ -192,8 +192,8 @@ def _query(arguments: dict) -> dict[str, str]:
         elif isinstance(value, bool):
             value = "true" if value else "false"
         elif not isinstance(value, (str, int, float)):
-            raise _api_error()("request_schema", f"{key}: a lookup argument is a string, number, boolean or list of "
-                           "them", key)
+            raise _api_error()("request_schema", f"{key}: a lookup argument is a string, number, boolean or "
+                               "list of them", key)
         query[key] = str(value)
     return query
 

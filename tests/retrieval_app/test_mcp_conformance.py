@@ -58,7 +58,8 @@ def test_an_unknown_tool_is_the_json_rpc_invalid_params_error(catalog, api):
 
 @pytest.mark.parametrize("size", [10, 200_000])
 def test_a_batch_is_refused_without_echoing_its_body(catalog, api, size):
-    batch = [{"jsonrpc": "2.0", "id": n, "method": "tools/list", "params": {"pad": "x" * 100}} for n in range(size // 100)]
+    batch = [{"jsonrpc": "2.0", "id": n, "method": "tools/list", "params": {"pad": "x" * 100}}
+             for n in range(size // 100)]
     raw = json.dumps(batch).encode()
     response = api.generic("POST", "/mcp", raw, content_type="application/json",
                            HTTP_ACCEPT="application/json, text/event-stream", HTTP_MCP_PROTOCOL_VERSION=MODERN)

@@ -49,7 +49,8 @@ class FaultProxy:
                                  if name.lower() in ("authorization", "content-type", "if-none-match", "accept")}
                     answer = upstream.request(self.command, self.path, content=body or None, headers=forwarded)
                     status, content = answer.status_code, answer.content
-                    headers = {name: answer.headers[name] for name in ("Content-Type", "ETag") if name in answer.headers}
+                    headers = {name: answer.headers[name] for name in ("Content-Type", "ETag")
+                               if name in answer.headers}
                 with proxy._lock:
                     proxy.log.append((self.command, self.path.split("?")[0], status))
                 self.send_response(status)
