@@ -21,6 +21,7 @@ ERROR_STATUS: dict[str, int] = {
     "unknown_parameter": 422,
     "view_parameter": 422,
     "method_not_allowed": 405,
+    "not_acceptable": 406,
     "uri_too_long": 414,
     "unsupported_media_type": 415,
     "bad_request": 400,

@@ -202,3 +202,28 @@ def test_get_tools_answers_304_while_its_etag_is_current(catalog, api, tmp_path)
     changed = api.get("/tools", HTTP_IF_NONE_MATCH=etag)
     assert changed.status_code == 200 and changed["ETag"] != etag and len(changed.json()["tools"]) == 2
     assert APIClient().get("/tools", HTTP_IF_NONE_MATCH="*").status_code == 401  # no key, no tag
+
+
+@pytest.mark.parametrize(("headers", "method"), [
+    ({"HTTP_ACCEPT": "text/plain"}, "tools/list"),
+    ({"HTTP_ACCEPT": "application/json"}, "tools/list"),
+    ({"HTTP_ACCEPT": ""}, "tools/list"),
+    ({"HTTP_ACCEPT": "*/*"}, "tools/list"),
+    ({"HTTP_MCP_PROTOCOL_VERSION": "1999-01-01"}, "tools/list"),
+    ({"HTTP_MCP_PROTOCOL_VERSION": "2025-11-25"}, "no/such/method"),
+    ({}, "ping"),
+    ({"HTTP_MCP_METHOD": "tools/call"}, "tools/list"),
+])
+def test_every_status_mcp_answers_is_in_the_openapi_document(catalog, api, headers, method):
+    from retrieval_app.mcp.route_schema import _openapi
+
+    meta = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}}
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {"_meta": meta}}
+    sent = {"HTTP_ACCEPT": "application/json, text/event-stream", "HTTP_MCP_PROTOCOL_VERSION": MODERN,
+            "HTTP_MCP_METHOD": method, **headers}
+    response = api.post("/mcp", data=json.dumps(body), content_type="application/json", **sent)
+    documented = _openapi()["paths"]["/mcp"]["post"]["responses"]
+    assert str(response.status_code) in documented, (response.status_code, response.content[:300])
+    assert response.status_code < 500 and response["Content-Type"].startswith("application/json")
+    check(response, "POST", "/mcp", response.status_code)
