@@ -19,8 +19,11 @@ query to query, on a new connection each (gunicorn's sync workers close every co
   client over Streamable HTTP at revision 2026-07-28 (one stateless POST per call);
 * ``mcp_http``: the same JSON-RPC message posted with httpx (the protocol without the client).
 
-Every MCP answer is checked to carry the REST answer's hits. Writes ``mcp.json`` and ``mcp.md``
-to ``--out`` (default bench/results). Target: ``mcp_sdk`` p50 at most 1.2 times ``rest`` p50.
+Every MCP answer is checked to carry the REST answer's hits. Then ``--starts`` starts of the
+stdio bridge against the same server (``bench/mcp_start.py``: spawn to ``initialize`` answer,
+beside importing the SDK and setting Django up). Writes ``mcp.json`` and ``mcp.md`` to ``--out``
+(default bench/results). Targets: ``mcp_sdk`` p50 at most 1.2 times ``rest`` p50; the bridge's
+``initialize`` p50 under 2 s on an idle machine.
 """
 from __future__ import annotations
 
@@ -38,6 +41,7 @@ sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != RO
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench import mcp_start  # noqa: E402
 from bench.search_setup import django_setup, latency_summary, log  # noqa: E402
 
 TARGET_RATIO = 1.2
@@ -131,6 +135,8 @@ def run(args) -> dict:
         try:
             log(f"timing {args.iterations} x {len(items)} view calls per kind on 127.0.0.1:{server.port}")
             timings = anyio.run(measure, f"http://127.0.0.1:{server.port}", key, items, args.iterations)
+            log(f"timing {args.starts} stdio bridge starts")
+            stdio_start = mcp_start.measure(f"http://127.0.0.1:{server.port}", key, args.starts)
         finally:
             server.stop()
         results = {"environment": environment(), "config": {
@@ -145,6 +151,7 @@ def run(args) -> dict:
             results[f"ratio_{q}_{name}"] = results[name][f"{q}_ms"] / results["rest"][f"{q}_ms"]
     results["target"] = {"ratio_p50_mcp_sdk_max": TARGET_RATIO,
                          "met": results["ratio_p50_mcp_sdk"] <= TARGET_RATIO}
+    results["stdio_start"] = stdio_start
     return results
 
 
@@ -169,7 +176,8 @@ def markdown_report(results: dict) -> str:
               f"{', '.join(f'{x:.1f}' for x in load['end'])} ({results['environment']['machine']['cores']} cores)."]
     target = results["target"]
     lines += ["", f"Target: SDK tool call p50 at most {target['ratio_p50_mcp_sdk_max']}x the REST p50: "
-              f"{'met' if target['met'] else 'not met'} ({results['ratio_p50_mcp_sdk']:.2f}x).", ""]
+              f"{'met' if target['met'] else 'not met'} ({results['ratio_p50_mcp_sdk']:.2f}x)."]
+    lines += mcp_start.markdown(results["stdio_start"]) + [""]
     return "\n".join(lines)
 
 
@@ -180,6 +188,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results", help="results directory")
     parser.add_argument("--database", default="memseek_bench_mcp", help="the bench database (created if missing)")
     parser.add_argument("--drop", action="store_true", help="drop the bench database afterwards")
+    parser.add_argument("--starts", type=int, default=10, help="timed stdio bridge starts (default 10)")
     args = parser.parse_args(argv)
     django_setup()
     args.out.mkdir(parents=True, exist_ok=True)

@@ -5,17 +5,17 @@ library only (no Django)."""
 from . import models
 from .aio import AsyncMemseekClient
 from .client import MemseekClient
-from .errors import (ApiError, BadRequest, ClientError, Conflict, ConnectionFailed, Forbidden, MemseekError,
-                     MethodNotAllowed, NotFound, PayloadTooLarge, RateLimited, ResponseShapeError, ServerError,
-                     Timeout, Unauthorized, Unavailable, Unprocessable, UnsupportedMediaType)
+from .errors import (ApiError, BadRequest, ClientClosed, ClientError, Conflict, ConnectionFailed, Forbidden,
+                     MemseekError, MethodNotAllowed, NotFound, PayloadTooLarge, RateLimited, ResponseShapeError,
+                     ServerError, Timeout, Unauthorized, Unavailable, Unprocessable, UnsupportedMediaType)
 from .models import RecordInput
 from .retry import NO_RETRY, RetryPolicy
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "ApiError", "AsyncMemseekClient", "BadRequest", "ClientError", "Conflict", "ConnectionFailed", "Forbidden",
-    "MemseekClient", "MemseekError", "MethodNotAllowed", "NO_RETRY", "NotFound", "PayloadTooLarge", "RateLimited",
-    "RecordInput", "ResponseShapeError", "RetryPolicy", "ServerError", "Timeout", "Unauthorized", "Unavailable",
-    "Unprocessable", "UnsupportedMediaType", "models",
+    "ApiError", "AsyncMemseekClient", "BadRequest", "ClientClosed", "ClientError", "Conflict", "ConnectionFailed",
+    "Forbidden", "MemseekClient", "MemseekError", "MethodNotAllowed", "NO_RETRY", "NotFound", "PayloadTooLarge",
+    "RateLimited", "RecordInput", "ResponseShapeError", "RetryPolicy", "ServerError", "Timeout", "Unauthorized",
+    "Unavailable", "Unprocessable", "UnsupportedMediaType", "models",
 ]

@@ -5,15 +5,16 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import httpx
 
 from .decode import decode, encode
-from .errors import ConnectionFailed, MemseekError, ResponseShapeError, Timeout, error_from_response
+from .errors import ClientClosed, ConnectionFailed, MemseekError, ResponseShapeError, Timeout, error_from_response
 from .retry import RETRY_STATUSES, RetryPolicy, parse_retry_after, transport_error_is_retryable
 from .routes import Call
 
+T = TypeVar("T")
 USER_AGENT = "memseek-client/0.1.0"
 DEFAULT_TIMEOUT_S = 30.0
 
@@ -36,7 +37,7 @@ class ClientCore:
         if api_key is not None:
             self._headers["Authorization"] = f"Bearer {api_key}"
 
-    def _request_args(self, call: Call) -> dict[str, Any]:
+    def _request_args(self, call: Call[Any]) -> dict[str, Any]:
         args: dict[str, Any] = {"method": call.method, "url": call.path}
         if call.params:
             args["params"] = {key: _query_value(value) for key, value in call.params.items()}
@@ -56,7 +57,7 @@ class ClientCore:
         return self.retry.delay(attempt, None, self._rng)
 
 
-def finish(call: Call, response: httpx.Response):
+def finish(call: Call[T], response: httpx.Response) -> T:
     """The decoded 2xx body, or the ``ApiError`` of an error status raised."""
     if response.status_code >= 400:
         raise error_from_response(response.status_code, response.content,
@@ -66,10 +67,15 @@ def finish(call: Call, response: httpx.Response):
     except ValueError as error:
         raise ResponseShapeError("response_shape", f"the body is not JSON: {error}", None,
                                  response.status_code) from error
-    return payload if call.result is None else decode(call.result, payload)
+    # A Call without a model is one whose T is the plain JSON itself.
+    return cast(T, payload) if call.result is None else decode(call.result, payload)
 
 
-def transport_failure(error: httpx.TransportError, call: Call) -> MemseekError:
+def closed_failure(call: Call[Any]) -> ClientClosed:
+    return ClientClosed("client_closed", f"{call.method} {call.path}: the client is closed; make a new one")
+
+
+def transport_failure(error: httpx.TransportError, call: Call[Any]) -> MemseekError:
     where = f"{call.method} {call.path}"
     if isinstance(error, httpx.TimeoutException):
         return Timeout("timeout", f"{where}: {type(error).__name__}: {error}")
@@ -82,5 +88,5 @@ def _query_value(value: Any) -> str:
     if isinstance(value, Sequence) and not isinstance(value, str):
         return ",".join(str(item) for item in value)
     if hasattr(value, "isoformat"):
-        return value.isoformat()
+        return str(value.isoformat())
     return str(value)

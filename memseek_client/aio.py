@@ -3,35 +3,43 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
+from types import TracebackType
+from typing import Any, TypeVar
 
 import httpx
 
-from ._core import ClientCore, finish, transport_failure
+from ._core import ClientCore, closed_failure, finish, transport_failure
 from .models import DocumentVersion, LexicalResponse, MemoryHit, MemoryLsEntry, MemoryVersion, TimelineRow
-from .routes import Call, Routes
+from .routes import AsyncRoutes, Call
+
+T = TypeVar("T")
 
 
-class AsyncMemseekClient(ClientCore, Routes):
+class AsyncMemseekClient(ClientCore, AsyncRoutes):
     """Asynchronous client on ``httpx.AsyncClient``; ``async with`` it or ``await aclose()``."""
 
     def __init__(self, base_url: str, api_key: str | None = None, *,
                  transport: httpx.AsyncBaseTransport | None = None,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, **options):
+                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, **options: Any) -> None:
         super().__init__(base_url, api_key, **options)
         self._sleep = sleep
         self._http = httpx.AsyncClient(base_url=self.base_url, headers=self._headers, timeout=self._timeout,
                                        transport=transport)
 
     async def aclose(self) -> None:
+        """Release the connections; a later call raises ``ClientClosed``."""
         await self._http.aclose()
 
     async def __aenter__(self) -> AsyncMemseekClient:
         return self
 
-    async def __aexit__(self, *exc_info) -> None:
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        traceback: TracebackType | None) -> None:
         await self.aclose()
 
-    async def _execute(self, call: Call):
+    async def _execute(self, call: Call[T]) -> T:
+        if self._http.is_closed:
+            raise closed_failure(call)
         args = self._request_args(call)
         attempt = 0
         while True:
@@ -50,8 +58,8 @@ class AsyncMemseekClient(ClientCore, Routes):
 
     # --- iterators: each follows the route's own cursor until the server says there is no more
 
-    async def _walk(self, fetch, items: str, next_member: str, cursor_param: str, args: tuple,
-                    options: dict) -> AsyncIterator:
+    async def _walk(self, fetch: Callable[..., Any], items: str, next_member: str, cursor_param: str,
+                    args: tuple[Any, ...], options: dict[str, Any]) -> AsyncIterator[Any]:
         while True:
             page = await fetch(*args, **options)
             for item in getattr(page, items):
@@ -61,33 +69,33 @@ class AsyncMemseekClient(ClientCore, Routes):
                 return
             options = {**options, cursor_param: cursor}
 
-    def iter_timeline(self, entity: str, **filters) -> AsyncIterator[TimelineRow]:
+    def iter_timeline(self, entity: str, **filters: Any) -> AsyncIterator[TimelineRow]:
         """Every record of ``timeline(entity, **filters)``, newest first."""
         return self._walk(self.timeline, "records", "next_before_seq", "before_seq", (entity,), filters)
 
     def iter_document_history(self, entity: str, collection: str, key: str,
-                              **options) -> AsyncIterator[DocumentVersion]:
+                              **options: Any) -> AsyncIterator[DocumentVersion]:
         """Every version of one fact."""
         return self._walk(self.document_history, "versions", "next_before_seq", "before_seq",
                           (entity, collection, key), options)
 
-    def iter_memory_grep(self, q: str, **options) -> AsyncIterator[MemoryHit]:
+    def iter_memory_grep(self, q: str, **options: Any) -> AsyncIterator[MemoryHit]:
         """Every passage ``memory_grep(q, **options)`` finds, newest first."""
         return self._walk(self.memory_grep, "hits", "next_cursor", "cursor", (q,), options)
 
-    def iter_memory_latest(self, **options) -> AsyncIterator[MemoryHit]:
+    def iter_memory_latest(self, **options: Any) -> AsyncIterator[MemoryHit]:
         """Every passage ``memory_latest(**options)`` lists, newest first."""
         return self._walk(self.memory_latest, "hits", "next_cursor", "cursor", (), options)
 
-    def iter_memory_ls(self, path: str | None = None, **options) -> AsyncIterator[MemoryLsEntry]:
+    def iter_memory_ls(self, path: str | None = None, **options: Any) -> AsyncIterator[MemoryLsEntry]:
         """Every entry under ``path``."""
         return self._walk(self.memory_ls, "entries", "next_cursor", "cursor", (path,), options)
 
-    def iter_memory_history(self, path: str, **options) -> AsyncIterator[MemoryVersion]:
+    def iter_memory_history(self, path: str, **options: Any) -> AsyncIterator[MemoryVersion]:
         """Every version of one fact, oldest first."""
         return self._walk(self.memory_history, "versions", "next_cursor", "cursor", (path,), options)
 
-    async def iter_lexical_pages(self, text: str, **query) -> AsyncIterator[LexicalResponse]:
+    async def iter_lexical_pages(self, text: str, **query: Any) -> AsyncIterator[LexicalResponse]:
         """Each page of a lexical scan, following ``next_after`` until the scope is scanned."""
         while True:
             response = await self.lexical_search(text, **query)

@@ -3,15 +3,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from types import TracebackType
+from typing import Any, TypeVar
 
 import httpx
 
-from ._core import ClientCore, finish, transport_failure
+from ._core import ClientCore, closed_failure, finish, transport_failure
 from .models import DocumentVersion, LexicalResponse, MemoryHit, MemoryLsEntry, MemoryVersion, TimelineRow
-from .routes import Call, Routes
+from .routes import Call, SyncRoutes
+
+T = TypeVar("T")
 
 
-class MemseekClient(ClientCore, Routes):
+class MemseekClient(ClientCore, SyncRoutes):
     """Synchronous client on ``httpx.Client``; use it as a context manager or call ``close()``.
 
     >>> with MemseekClient("http://127.0.0.1:8000", KEY) as memseek:
@@ -19,22 +23,26 @@ class MemseekClient(ClientCore, Routes):
     """
 
     def __init__(self, base_url: str, api_key: str | None = None, *, transport: httpx.BaseTransport | None = None,
-                 sleep: Callable[[float], None] = time.sleep, **options):
+                 sleep: Callable[[float], None] = time.sleep, **options: Any) -> None:
         super().__init__(base_url, api_key, **options)
         self._sleep = sleep
         self._http = httpx.Client(base_url=self.base_url, headers=self._headers, timeout=self._timeout,
                                   transport=transport)
 
     def close(self) -> None:
+        """Release the connections; a later call raises ``ClientClosed``."""
         self._http.close()
 
     def __enter__(self) -> MemseekClient:
         return self
 
-    def __exit__(self, *exc_info) -> None:
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
         self.close()
 
-    def _execute(self, call: Call):
+    def _execute(self, call: Call[T]) -> T:
+        if self._http.is_closed:
+            raise closed_failure(call)
         args = self._request_args(call)
         attempt = 0
         while True:
@@ -53,7 +61,8 @@ class MemseekClient(ClientCore, Routes):
 
     # --- iterators: each follows the route's own cursor until the server says there is no more
 
-    def _walk(self, fetch, items: str, next_member: str, cursor_param: str, args: tuple, options: dict) -> Iterator:
+    def _walk(self, fetch: Callable[..., Any], items: str, next_member: str, cursor_param: str,
+              args: tuple[Any, ...], options: dict[str, Any]) -> Iterator[Any]:
         while True:
             page = fetch(*args, **options)
             yield from getattr(page, items)
@@ -62,33 +71,34 @@ class MemseekClient(ClientCore, Routes):
                 return
             options = {**options, cursor_param: cursor}
 
-    def iter_timeline(self, entity: str, **filters) -> Iterator[TimelineRow]:
+    def iter_timeline(self, entity: str, **filters: Any) -> Iterator[TimelineRow]:
         """Every record of ``timeline(entity, **filters)``, newest first (``before_seq``
         follows ``next_before_seq``)."""
         return self._walk(self.timeline, "records", "next_before_seq", "before_seq", (entity,), filters)
 
-    def iter_document_history(self, entity: str, collection: str, key: str, **options) -> Iterator[DocumentVersion]:
+    def iter_document_history(self, entity: str, collection: str, key: str,
+                              **options: Any) -> Iterator[DocumentVersion]:
         """Every version of one fact."""
         return self._walk(self.document_history, "versions", "next_before_seq", "before_seq",
                           (entity, collection, key), options)
 
-    def iter_memory_grep(self, q: str, **options) -> Iterator[MemoryHit]:
+    def iter_memory_grep(self, q: str, **options: Any) -> Iterator[MemoryHit]:
         """Every passage ``memory_grep(q, **options)`` finds, newest first."""
         return self._walk(self.memory_grep, "hits", "next_cursor", "cursor", (q,), options)
 
-    def iter_memory_latest(self, **options) -> Iterator[MemoryHit]:
+    def iter_memory_latest(self, **options: Any) -> Iterator[MemoryHit]:
         """Every passage ``memory_latest(**options)`` lists, newest first."""
         return self._walk(self.memory_latest, "hits", "next_cursor", "cursor", (), options)
 
-    def iter_memory_ls(self, path: str | None = None, **options) -> Iterator[MemoryLsEntry]:
+    def iter_memory_ls(self, path: str | None = None, **options: Any) -> Iterator[MemoryLsEntry]:
         """Every entry under ``path``."""
         return self._walk(self.memory_ls, "entries", "next_cursor", "cursor", (path,), options)
 
-    def iter_memory_history(self, path: str, **options) -> Iterator[MemoryVersion]:
+    def iter_memory_history(self, path: str, **options: Any) -> Iterator[MemoryVersion]:
         """Every version of one fact, oldest first."""
         return self._walk(self.memory_history, "versions", "next_cursor", "cursor", (path,), options)
 
-    def iter_lexical_pages(self, text: str, **query) -> Iterator[LexicalResponse]:
+    def iter_lexical_pages(self, text: str, **query: Any) -> Iterator[LexicalResponse]:
         """Each page of a lexical scan, following ``next_after`` until the scope is scanned.
         Scores rank hits within their page only (the spec: do not merge them across pages)."""
         while True:

@@ -13,34 +13,36 @@ import types
 import typing
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import ResponseShapeError
 
+T = TypeVar("T")
 _SCALARS = {str: "a string", int: "an integer", float: "a number", bool: "a boolean"}
 
 
-def json_name(field: dataclasses.Field) -> str:
-    return field.metadata.get("json", field.name)
+def json_name(field: dataclasses.Field[Any]) -> str:
+    return str(field.metadata.get("json", field.name))
 
 
-def json_field(name: str, **kwargs):
+def json_field(name: str, **kwargs: Any) -> Any:
     """A dataclass field whose JSON member is spelled ``name``."""
     return dataclasses.field(metadata={"json": name}, **kwargs)
 
 
 @functools.cache
-def _hints(cls) -> dict[str, Any]:
+def _hints(cls: type[Any]) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def decode(cls, value: Any, where: str = "$"):
+def decode(cls: type[T], value: Any, where: str = "$") -> T:
     """``value`` (parsed JSON) as an instance of ``cls``; raises ``ResponseShapeError``."""
     if not isinstance(value, dict):
         raise _shape(where, "an object", value)
-    hints = _hints(cls)
+    model: Any = cls  # a dataclass: its fields and hints are read at run time
+    hints = _hints(model)
     kwargs = {}
-    for field in dataclasses.fields(cls):
+    for field in dataclasses.fields(model):
         name = json_name(field)
         if name in value:
             kwargs[field.name] = _convert(hints[field.name], value[name], f"{where}.{name}")
@@ -49,7 +51,7 @@ def decode(cls, value: Any, where: str = "$"):
     return cls(**kwargs)
 
 
-def _convert(hint, value: Any, where: str):
+def _convert(hint: Any, value: Any, where: str) -> Any:
     if hint is Any:
         return value
     origin = typing.get_origin(hint)
@@ -69,7 +71,7 @@ def _convert(hint, value: Any, where: str):
         args = typing.get_args(hint)
         item = args[1] if args else Any
         return MappingProxyType({key: _convert(item, entry, f"{where}.{key}") for key, entry in value.items()})
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return decode(hint, value, where)
     if hint in _SCALARS:
         if hint is float and isinstance(value, int) and not isinstance(value, bool):

@@ -5,6 +5,7 @@ server's error envelope: ``code`` (the stable snake_case ``error``), ``detail``,
 dotted location of the offending value, or ``None``), ``status`` and any ``extra`` members.
 A status without a class of its own falls back to ``ClientError`` (4xx) or ``ServerError``
 (5xx). Failing to reach the server is ``ConnectionFailed``; running out of time is ``Timeout``;
+calling a closed client is ``ClientClosed``;
 a 2xx body that is not the documented shape is ``ResponseShapeError``.
 """
 from __future__ import annotations
@@ -31,6 +32,10 @@ class MemseekError(Exception):
 
 class ConnectionFailed(MemseekError):
     """The server could not be reached (after the retries the policy allows)."""
+
+
+class ClientClosed(MemseekError):
+    """The client was closed (``close()``, ``aclose()`` or the end of its ``with`` block)."""
 
 
 class Timeout(MemseekError):

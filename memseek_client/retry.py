@@ -31,7 +31,7 @@ class RetryPolicy:
     backoff_max: float = 8.0
     max_retry_after: float = 30.0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.attempts < 1:
             raise ValueError("attempts must be at least 1")
         if self.backoff_base < 0 or self.backoff_max < 0 or self.max_retry_after < 0:

@@ -3,7 +3,9 @@
 An ``ApiError`` of any subclass answers with the status ``ERROR_STATUS`` gives its code; DRF's
 own exceptions map to the codes below; a database that cannot be reached (or drops the
 connection mid-request) is ``503 database_unavailable`` with ``Retry-After``; anything else is a
-logged ``internal_error``. Django discards a connection that failed when the request ends, so the
+logged ``internal_error``. A 401 carries ``WWW-Authenticate: Bearer`` (RFC 6750), with
+``error="invalid_token"`` when a key was sent, so a client shows "wrong key", not an OAuth
+sign-in. Django discards a connection that failed when the request ends, so the
 next request reconnects by itself once the database is back.
 """
 from __future__ import annotations
@@ -21,6 +23,7 @@ logger = logging.getLogger(__name__)
 
 # Seconds a client should wait before retrying while the database is unavailable.
 DATABASE_RETRY_AFTER_S = 5
+BEARER_REALM = 'Bearer realm="memseek"'
 
 
 def error_response(error: ApiError) -> Response:
@@ -33,6 +36,15 @@ def error_response(error: ApiError) -> Response:
 
 
 def api_exception_handler(exc, context):
+    response = _rendered(exc, context)
+    if response.status_code == 401:
+        request = context.get("request")
+        sent_key = request is not None and bool(request.META.get("HTTP_AUTHORIZATION", "").strip())
+        response["WWW-Authenticate"] = BEARER_REALM + (', error="invalid_token"' if sent_key else "")
+    return response
+
+
+def _rendered(exc, context) -> Response:
     if isinstance(exc, ApiError):
         return error_response(exc)
     if isinstance(exc, drf_exceptions.ParseError):

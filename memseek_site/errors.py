@@ -21,6 +21,7 @@ ERROR_STATUS: dict[str, int] = {
     "unknown_parameter": 422,
     "view_parameter": 422,
     "method_not_allowed": 405,
+    "not_acceptable": 406,
     "uri_too_long": 414,
     "unsupported_media_type": 415,
     "bad_request": 400,
@@ -116,7 +117,6 @@ ERROR_STATUS: dict[str, int] = {
     "path_not_found": 404,
     # MCP (POST /mcp, GET /tools): transport refusals and tool results
     "origin_not_allowed": 403,
-    "tool_not_found": 404,
     "tool_binding_inactive": 409,
     # Lexical search (lexical-search.md): POST /search/lexical answers 400 for every request problem
     "lexical_request": 400,

@@ -11,6 +11,7 @@ from .records import IngestOutcome, IngestResult, Record, RecordInput, ReviewRec
 from .retrieval import (ContextComponents, ContextResponse, ContextSection, Evaluation, Feedback, MemoryContext,
                         MemoryContextSections, Receipt, RetrievedEntry)
 from .search import RankSchema, SearchHit, SearchResponse, ViewList, ViewQueryResult
+from .tools import Tool, ToolAnnotations, ToolCatalog, ToolInterface, ToolList, ToolRoute
 
 __all__ = [
     "Brief", "CollectionContract", "CollectionField", "CollectionList", "ContextComponents", "ContextResponse",
@@ -20,5 +21,6 @@ __all__ = [
     "MemoryFactSource", "MemoryGrep", "MemoryHistory", "MemoryHit", "MemoryKnown", "MemoryLatest", "MemoryLs",
     "MemoryLsEntry", "MemoryRead", "MemoryVersion", "MemoryWorkedOut", "RankSchema",
     "Receipt", "Record", "RecordInput", "RetrievedEntry", "ReviewRecord", "ReviewResult", "SearchHit",
-    "SearchResponse", "TimelinePage", "TimelineRow", "ViewList", "ViewQueryResult",
+    "SearchResponse", "TimelinePage", "TimelineRow", "Tool", "ToolAnnotations", "ToolCatalog", "ToolInterface",
+    "ToolList", "ToolRoute", "ViewList", "ViewQueryResult",
 ]

@@ -6,10 +6,9 @@ from typing import Any
 
 from .records import Record
 
-MODEL = dataclass(frozen=True, slots=True, kw_only=True)
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LexicalHit:
     """The current record and its positive raw BM25 score (scores order hits within one page;
     they are not probabilities and do not compare across pages)."""
@@ -18,7 +17,7 @@ class LexicalHit:
     score: float
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LexicalPage:
     hits: tuple[LexicalHit, ...]
     matched_records: int
@@ -29,12 +28,12 @@ class LexicalPage:
     next_after: str | None
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LexicalTiming:
     retrieval_micros: int
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LexicalResponse:
     contract_version: int
     scope: Any

@@ -6,10 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-MODEL = dataclass(frozen=True, slots=True, kw_only=True)
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryHit:
     """A passage: its address (``id``, ``path``), who spoke, and its text (at most 1,400
     characters; ``truncated`` says when it was cut, ``read(path)`` gives it whole)."""
@@ -23,7 +22,7 @@ class MemoryHit:
     occurred_at: str
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryKnown:
     """One line of what is known now about one subject and attribute."""
 
@@ -35,7 +34,7 @@ class MemoryKnown:
     paths: tuple[str, ...]
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryWorkedOut:
     """A line computed over the records: ``kind`` is ``count`` (``value``), ``interval``
     (``days``) or ``conflict``."""
@@ -47,13 +46,13 @@ class MemoryWorkedOut:
     days: int | None = None
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryFactSource:
     id: str
     path: str
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryFact:
     id: str
     path: str
@@ -62,7 +61,7 @@ class MemoryFact:
     derived_from: tuple[MemoryFactSource, ...]
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Brief:
     """Both shapes of ``POST /memory/search``: the brief (no ``scope``, no ``after``) and the
     ranked list (only ``query``, ``found``, ``hits`` and, when any match, ``facts``). ``held``
@@ -79,7 +78,7 @@ class Brief:
     held: bool | None = None
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryGrep:
     """Passages containing the phrase, newest first; ``complete`` is false when the server
     stopped looking before every candidate was checked."""
@@ -92,7 +91,7 @@ class MemoryGrep:
     complete: bool
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryLatest:
     path: str
     found: int
@@ -100,7 +99,7 @@ class MemoryLatest:
     next_cursor: str | None
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryAround:
     """The passages either side of ``passage`` in the same conversation, in order."""
 
@@ -109,7 +108,7 @@ class MemoryAround:
     after: tuple[MemoryHit, ...]
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryRead:
     id: str
     path: str
@@ -129,7 +128,7 @@ class MemoryRead:
     current: bool
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryLsEntry:
     """One thing under a path: ``kind`` is ``root``, ``collection``, ``entity``, ``passage`` or
     ``fact``; the optional members depend on the kind."""
@@ -147,14 +146,14 @@ class MemoryLsEntry:
     occurred_at: str | None = None
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryLs:
     path: str
     entries: tuple[MemoryLsEntry, ...]
     next_cursor: str | None
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryVersion:
     id: str
     path: str
@@ -168,7 +167,7 @@ class MemoryVersion:
     roles: tuple[str, ...]
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryHistory:
     """Every value recorded for one subject and attribute, oldest first."""
 

@@ -5,16 +5,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-MODEL = dataclass(frozen=True, slots=True, kw_only=True)
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Health:
     ok: bool
     db: bool
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TimelineRow:
     id: str
     seq: int
@@ -30,14 +29,14 @@ class TimelineRow:
     created_at: str
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TimelinePage:
     records: tuple[TimelineRow, ...]
     next_before_seq: int | None
     truncated: bool
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DocumentBelief:
     collection: str
     collection_version: int
@@ -56,7 +55,7 @@ class DocumentBelief:
     created_at: str
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DocumentRetraction:
     collection: str
     key: str
@@ -64,7 +63,7 @@ class DocumentRetraction:
     seq: int
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Document:
     entity: str
     status: str
@@ -73,7 +72,7 @@ class Document:
     freshness: tuple[Any, ...]
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DocumentVersion:
     id: str
     seq: int
@@ -94,14 +93,14 @@ class DocumentVersion:
     created_at: str
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DocumentHistory:
     versions: tuple[DocumentVersion, ...]
     next_before_seq: int | None
     truncated: bool
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CollectionField:
     path: str
     type: Any
@@ -110,7 +109,7 @@ class CollectionField:
     project: bool
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CollectionContract:
     name: str
     version: int
@@ -128,6 +127,6 @@ class CollectionContract:
     allowed_search_profiles: tuple[str, ...]
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CollectionList:
     collections: tuple[CollectionContract, ...]

@@ -7,10 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-MODEL = dataclass(frozen=True, slots=True, kw_only=True)
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RecordInput:
     """One record to write; ``None`` members are left out of the request (the server's defaults
     apply). ``occurred_at`` may be an aware ``datetime`` or an ISO 8601 string."""
@@ -31,20 +30,20 @@ class RecordInput:
     annotations: Mapping[str, Any] | None = None
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class IngestOutcome:
     index: int
     id: str
     ready: bool
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class IngestResult:
     inserted: tuple[IngestOutcome, ...]
     duplicates: tuple[IngestOutcome, ...]
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Record:
     id: str
     seq: int
@@ -74,7 +73,7 @@ class Record:
     last_accessed: str
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ReviewRecord:
     id: str
     seq: int
@@ -96,7 +95,7 @@ class ReviewRecord:
     created_at: str
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ReviewResult:
     record: ReviewRecord
     draft_id: str

@@ -8,23 +8,22 @@ from typing import Any
 
 from ..decode import json_field
 
-MODEL = dataclass(frozen=True, slots=True, kw_only=True)
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ContextSection:
     ids: tuple[str, ...]
     tokens: int
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ContextComponents:
     document: ContextSection
     search: ContextSection
     recent: ContextSection
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ContextResponse:
     entity: str
     task: str
@@ -36,7 +35,7 @@ class ContextResponse:
     truncated: bool
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RetrievedEntry:
     id: str
     text: str
@@ -60,7 +59,7 @@ class RetrievedEntry:
     explanation: Any = None
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryContextSections:
     policies: tuple[RetrievedEntry, ...]
     facts: tuple[RetrievedEntry, ...]
@@ -68,7 +67,7 @@ class MemoryContextSections:
     derived: tuple[RetrievedEntry, ...]
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MemoryContext:
     receipt_id: str = json_field("receiptId")
     mode: str
@@ -79,7 +78,7 @@ class MemoryContext:
     diagnostics: Any = None
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Receipt:
     id: str
     created_at: str = json_field("createdAt")
@@ -92,7 +91,7 @@ class Receipt:
     items: Any
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Feedback:
     id: str
     receipt_id: str = json_field("receiptId")
@@ -105,7 +104,7 @@ class Feedback:
     deduplicated: bool
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Evaluation:
     """``measures``, ``overall`` and ``queries`` as the OpenAPI document describes them."""
 

@@ -5,10 +5,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-MODEL = dataclass(frozen=True, slots=True, kw_only=True)
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SearchHit:
     """A hit; members other than ``id``, ``rank`` and ``score`` are present only when the
     search's ``include`` / ``fields`` / ``annotations`` asked for them."""
@@ -34,7 +33,7 @@ class SearchHit:
     annotations: Mapping[str, Any] | None = None
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SearchResponse:
     hits: tuple[SearchHit, ...]
     ranking: Any
@@ -44,12 +43,12 @@ class SearchResponse:
     profiles: tuple[str, ...]
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ViewList:
     views: tuple[Any, ...]
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ViewQueryResult:
     view: Any
     parameters: Any
@@ -62,7 +61,7 @@ class ViewQueryResult:
     rendered: str | None = None
 
 
-@MODEL
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RankSchema:
     rank: Any
     result_scores: Any

@@ -10,8 +10,11 @@ Before the SDK sees a byte, the REST rules apply, each answered in the error env
 ``Origin`` header outside ``MCP_ALLOWED_ORIGINS`` is ``403 origin_not_allowed`` (clients that are
 not browsers send none), the bearer key is the REST API's (``401 unauthorized`` unless it names
 a workspace), and the body obeys the strict JSON rules and ``MAX_BODY_BYTES`` of every REST body.
-A method other than POST is ``405 method_not_allowed``. The body must then be one message the
-document admits (``message.MESSAGE_SCHEMA``), else it is 400 with a JSON-RPC error without an id.
+A method other than POST is ``405 method_not_allowed`` (with ``Allow``) whatever the request
+accepts: the server offers no GET stream, and Streamable HTTP asks for exactly 405 then. An
+``Accept`` that does not admit JSON is ``406 not_acceptable``. The
+body must then be one message the document admits (``message.MESSAGE_SCHEMA``), else it is 400
+with a JSON-RPC error without an id.
 """
 from __future__ import annotations
 
@@ -19,7 +22,8 @@ import json
 
 import anyio
 from django.http import HttpResponse
-from drf_spectacular.utils import OpenApiExample, extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, inline_serializer
+from mcp.server.streamable_http import check_accept_headers
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from rest_framework import serializers
 from rest_framework.views import APIView
@@ -61,6 +65,10 @@ class McpView(APIView):
 
     parser_classes = ()
 
+    def perform_content_negotiation(self, request, force=False):
+        # A GET asking for text/event-stream must still learn 405, in JSON, not 406/422.
+        return super().perform_content_negotiation(request, force=True)
+
     def initial(self, request, *args, **kwargs):
         check_origin(request.META.get("HTTP_ORIGIN"))  # before authentication: a refused page learns nothing
         super().initial(request, *args, **kwargs)
@@ -69,12 +77,15 @@ class McpView(APIView):
         summary="MCP over Streamable HTTP: one JSON-RPC request per POST (tools/list, tools/call, ...)",
         request={"application/json": JsonRpcRequestSerializer},
         responses={200: _JsonRpc, 202: None, 400: _JsonRpc, 401: ErrorSerializer, 403: ErrorSerializer,
-                   413: ErrorSerializer, 415: ErrorSerializer, 422: ErrorSerializer},
+                   404: OpenApiResponse(_JsonRpc, description="Revision 2026-07-28: a method the server does not "
+                                        "have, with JSON-RPC error -32601"),
+                   405: ErrorSerializer, 406: ErrorSerializer, 413: ErrorSerializer, 415: ErrorSerializer, 422: ErrorSerializer},
         examples=[OpenApiExample("List the tools", request_only=True, value={
             "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
                 "io.modelcontextprotocol/protocolVersion": "2026-07-28"}}})])
     def post(self, request):
         check_content_type(request.META.get("CONTENT_TYPE", ""))
+        check_accept(request._request)
         message = _message(request._request)
         if (problem := message_problem(message)) is not None:
             return HttpResponse(json.dumps(invalid_request(problem)), status=400, content_type="application/json")
@@ -108,6 +119,15 @@ def check_content_type(content_type: str) -> None:
     if content_type.split(";")[0].strip().lower() != "application/json":
         raise ApiError("unsupported_media_type", f"POST /mcp takes one JSON-RPC message as application/json, "
                                                  f"not {content_type or 'a body without a Content-Type'!r}.")
+
+
+def check_accept(request) -> None:
+    """The answer is JSON, so ``Accept`` must admit it; the rule is the SDK's own
+    (``check_accept_headers``), answered here in the envelope instead of its empty 406."""
+    accepts_json, _ = check_accept_headers(request)
+    if not accepts_json:
+        raise ApiError("not_acceptable", f"POST /mcp answers application/json; Accept "
+                                         f"{request.headers.get('Accept', '')[:100]!r} does not admit it.")
 
 
 def _message(request):

@@ -11,12 +11,17 @@ Invalid Request): JSON-RPC 2.0 answers an invalid request so even when it looks 
 notification, and MCP's Streamable HTTP transport asks for an HTTP error status (400) for input
 the server cannot accept, notifications and responses included, with an optional JSON-RPC
 error that has no id.
+
+The error names the rule broken, never the body: a batch (a JSON array, which MCP's current
+revisions dropped) is refused by name, and a message is cut to ``MAX_PROBLEM_CHARS``, so a
+2 MB body cannot come back as a 2 MB error.
 """
 from __future__ import annotations
 
 import jsonschema
 
 INVALID_REQUEST = -32600
+MAX_PROBLEM_CHARS = 300
 
 MESSAGE_MEMBERS: dict[str, dict] = {
     "jsonrpc": {"type": "string", "const": "2.0"},
@@ -42,12 +47,16 @@ _VALIDATOR = jsonschema.Draft202012Validator(MESSAGE_SCHEMA)
 
 def message_problem(message) -> str | None:
     """What makes the decoded body ``message`` no JSON-RPC message ``POST /mcp`` accepts (the
-    member's path and the rule it breaks), or None when it is one."""
+    member's path and the rule it breaks, at most ``MAX_PROBLEM_CHARS``), or None when it is one."""
+    if isinstance(message, list):
+        return (f"a JSON-RPC batch ({len(message)} messages) is not accepted; send one message per POST "
+                "(MCP has no batches)")
     error = jsonschema.exceptions.best_match(_VALIDATOR.iter_errors(message))
     if error is None:
         return None
     path = ".".join(str(part) for part in error.absolute_path)
-    return f"{path}: {error.message}" if path else error.message
+    problem = f"{path}: {error.message}" if path else error.message
+    return problem if len(problem) <= MAX_PROBLEM_CHARS else problem[:MAX_PROBLEM_CHARS - 1] + "…"
 
 
 def invalid_request(problem: str) -> dict:

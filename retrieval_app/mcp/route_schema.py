@@ -1,5 +1,6 @@
-"""A route's input contract as one JSON Schema object, read from the service's own OpenAPI
-document (drf-spectacular), so a tool's arguments are exactly what its REST route documents.
+"""A route's input and output contracts as JSON Schema objects, read from the service's own
+OpenAPI document (drf-spectacular, OpenAPI 3.1, whose schemas are JSON Schema 2020-12), so a
+tool's arguments and its ``structuredContent`` are exactly what its REST route documents.
 
 Path and query parameters become properties (required ones listed); a JSON request body's
 properties are merged in. ``$ref``s are inlined, so each schema stands alone. The document is
@@ -48,6 +49,20 @@ def route_input_schema(method: str, template: str, *, fixed: tuple[str, ...] = (
         properties.update(schema.get("properties", {}))
         required.extend(name for name in schema.get("required", []) if name not in required)
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+def route_output_schema(method: str, template: str) -> dict | None:
+    """The JSON body ``method template`` answers on success (its first documented 2xx with an
+    ``application/json`` schema), references inlined; ``None`` when the document has none."""
+    document = _openapi()
+    operation = document.get("paths", {}).get(template, {}).get(method.lower())
+    if operation is None:
+        return None
+    for status, response in sorted(operation.get("responses", {}).items()):
+        body = response.get("content", {}).get("application/json")
+        if status.startswith("2") and body is not None and "schema" in body:
+            return _inlined(body["schema"], document)
+    return None
 
 
 def route_exists(template: str) -> bool:

@@ -3,9 +3,13 @@
 ``InProcessRoutes`` (the ``/mcp`` endpoint) hands a request to Django's own request handler in
 the calling request's thread: every middleware, the URL resolver and the DRF view run exactly as
 for an HTTP client, with the caller's bearer key, on the request's database connection.
-``HttpRoutes`` (``manage.py mcp``, stdio) sends the same requests to ``MEMSEEK_URL`` with httpx.
-Both answer a ``RouteAnswer``: the status and the decoded JSON body (``None`` when the body is
-not JSON).
+``HttpRoutes`` (``manage.py mcp``, stdio) sends the same requests to ``MEMSEEK_URL`` with httpx,
+retrying a 503 or a refused connection with backoff (``RETRY_DELAYS_S``). Both answer a
+``RouteAnswer``: the status, the decoded JSON body (``None`` when the body is not JSON) and the
+``ETag``.
+
+This module imports nothing of Django at load time: the stdio bridge imports it in a process
+that never sets Django up (``stdio``), so the agent host's ``initialize`` does not wait for it.
 """
 from __future__ import annotations
 
@@ -15,12 +19,16 @@ import threading
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
+import anyio
 import httpx
-
-from catalog_app.auth import IN_PROCESS_WORKSPACE
 
 # Seconds a stdio tool call waits for the API (a cold model load can take a while).
 HTTP_TIMEOUT_S = 180
+# The waits before each retry of a request the API answered 503 (it did not process it: the
+# database was away, or the server is starting) or whose connection was refused (nothing was
+# sent): about 8 s in all, so a restarting API is ridden out and a dead one is reported.
+RETRY_DELAYS_S = (0.25, 0.5, 1.0, 2.0, 4.0)
+RETRY_AFTER_CAP_S = 4.0
 
 _handler = None
 _handler_lock = threading.Lock()
@@ -30,6 +38,7 @@ _handler_lock = threading.Lock()
 class RouteAnswer:
     status: int
     payload: object
+    etag: str | None = None
 
 
 def _decoded(content: bytes):
@@ -61,6 +70,8 @@ class InProcessRoutes:
 
     def dispatch(self, method: str, path: str, query: dict | None, body) -> RouteAnswer:
         from django.core.handlers.wsgi import WSGIRequest
+
+        from catalog_app.auth import IN_PROCESS_WORKSPACE
 
         raw = _encoded(body)
         name, _, port = self.host.partition(":")
@@ -95,17 +106,44 @@ def _django_handler():
 
 
 class HttpRoutes:
-    """The routes of the service at ``base_url``, called with ``key``."""
+    """The routes of the service at ``base_url``, called with ``key``. ``sleep`` waits between
+    retries (``anyio.sleep``)."""
 
-    def __init__(self, *, base_url: str, key: str, timeout_s: float = HTTP_TIMEOUT_S):
+    def __init__(self, *, base_url: str, key: str, timeout_s: float = HTTP_TIMEOUT_S, sleep=anyio.sleep):
         self._client = httpx.AsyncClient(base_url=base_url.rstrip("/"), timeout=timeout_s,
                                          headers={"Authorization": f"Bearer {key}"})
+        self._sleep = sleep
 
-    async def request(self, method: str, path: str, *, query: dict | None = None, body=None) -> RouteAnswer:
+    async def request(self, method: str, path: str, *, query: dict | None = None, body=None,
+                      if_none_match: str | None = None) -> RouteAnswer:
+        """The answer of ``method path``; a 503 or a refused connection is retried after each of
+        ``RETRY_DELAYS_S`` (or the 503's ``Retry-After``, at most ``RETRY_AFTER_CAP_S``), then
+        the last 503 is the answer and the last connection error is raised."""
         headers = {"Content-Type": "application/json"} if body is not None else {}
-        response = await self._client.request(method, path, params=query or None, content=_encoded(body) or None,
-                                              headers=headers)
-        return RouteAnswer(response.status_code, _decoded(response.content))
+        if if_none_match is not None:
+            headers["If-None-Match"] = if_none_match
+        for attempt in range(len(RETRY_DELAYS_S) + 1):
+            delay = RETRY_DELAYS_S[attempt] if attempt < len(RETRY_DELAYS_S) else None
+            try:
+                response = await self._client.request(method, path, params=query or None,
+                                                      content=_encoded(body) or None, headers=headers)
+            except httpx.ConnectError:
+                if delay is None:
+                    raise
+                await self._sleep(delay)
+                continue
+            if response.status_code != 503 or delay is None:
+                break
+            await self._sleep(_retry_after(response.headers.get("Retry-After"), delay))
+        return RouteAnswer(response.status_code, _decoded(response.content), response.headers.get("ETag"))
 
     async def aclose(self) -> None:
         await self._client.aclose()
+
+
+def _retry_after(header: str | None, default: float) -> float:
+    """The 503's ``Retry-After`` in seconds (capped), else ``default``."""
+    try:
+        return min(max(float(header), 0.0), RETRY_AFTER_CAP_S) if header is not None else default
+    except ValueError:
+        return default

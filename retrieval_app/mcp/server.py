@@ -5,8 +5,13 @@ stdio) and call the tool's REST route through ``routes``.
 A tool call never reaches the database by itself: it becomes one request to the route its
 listing names (``request_for``), and the route's answer becomes the result, its JSON as text and
 as ``structuredContent``. An HTTP error becomes a result with ``isError: true`` carrying the
-error envelope (``error``, ``detail``, ``path``) and the status. A tool missing from the current
-listing fails (``tool_not_found``) even when the client cached an older list.
+error envelope (``error``, ``detail``, ``path``) and the status, its ``path`` naming the tool's
+argument (an ingest tool's ``records[0].text`` is its argument ``text``). A tool missing from
+the current listing is the JSON-RPC error the specification lists for an unknown tool (-32602
+Invalid params), even when the client cached an older list.
+
+Nothing here imports Django, DRF or Celery at load time (``memseek_site.errors`` is imported
+where a call is refused, ``_api_error``): the stdio bridge runs this module without them.
 """
 from __future__ import annotations
 
@@ -17,18 +22,28 @@ import mcp_types as types
 from mcp.server.lowlevel.server import Server
 from mcp.shared.exceptions import MCPError
 
-from memseek_site.errors import ApiError
-
-from .listing import INGEST_FIELDS
-
 INTERNAL_ERROR = -32603
+INVALID_PARAMS = -32602
 SERVER_VERSION = "memseek"
+# An ingest tool sends its arguments as the one record of POST /records.
+_INGEST_ITEM = "records[0]"
+# What a tool caller may set on an ingested record (the route's other fields are not offered).
+INGEST_FIELDS = ("entity", "type", "key", "text", "content", "dedupe_key", "occurred_at")
+
+
+def _api_error():
+    """``memseek_site.errors.ApiError``, imported on first use: importing ``memseek_site`` loads
+    the Celery app, which the stdio bridge must not wait for before ``initialize``."""
+    from memseek_site.errors import ApiError
+
+    return ApiError
 
 
 class Allowlist:
-    """The current ``GET /tools`` payload: ``read`` (an async callable) reads it at every use, as
-    a stdio session living across catalog loads needs; ``Allowlist.of(listing)`` is one read
-    already made, for the single message one HTTP request to ``/mcp`` carries."""
+    """The current ``GET /tools`` payload: ``read`` (an async callable) returns it at every use,
+    as a stdio session living across catalog loads needs (``stdio.CachedListing`` revalidates
+    its copy); ``Allowlist.of(listing)`` is one read already made, for the single message one
+    HTTP request to ``/mcp`` carries."""
 
     def __init__(self, read):
         self.read = read
@@ -43,14 +58,18 @@ class Allowlist:
         return await self.read()
 
 
-async def listing_over_routes(routes) -> dict:
-    """``GET /tools`` through ``routes``; a refusal is a JSON-RPC error naming the status."""
-    answer = await routes.request("GET", "/tools")
+async def listing_over_routes(routes, *, if_none_match: str | None = None) -> tuple[dict | None, str | None]:
+    """``GET /tools`` through ``routes``: the payload and its ``ETag``, or ``(None, etag)`` when
+    ``if_none_match`` still names it (304). A refusal is a JSON-RPC error naming the status."""
+    extra = {} if if_none_match is None else {"if_none_match": if_none_match}
+    answer = await routes.request("GET", "/tools", **extra)
+    if answer.status == 304 and if_none_match is not None:
+        return None, if_none_match
     if answer.status != 200 or not isinstance(answer.payload, dict):
         detail = answer.payload.get("detail") if isinstance(answer.payload, dict) else None
         raise MCPError(INTERNAL_ERROR, f"GET /tools answered {answer.status}: {detail or 'no JSON body'}",
                        answer.payload)
-    return answer.payload
+    return answer.payload, answer.etag
 
 
 def build_server(allowlist: Allowlist, routes, listing: dict) -> Server:
@@ -92,11 +111,12 @@ def _sdk_tool(tool: dict) -> types.Tool:
 
 async def tool_call(routes, listing: dict, name: str, arguments) -> types.CallToolResult:
     """Call tool ``name`` of ``listing`` with ``arguments`` through ``routes``."""
+    ApiError = _api_error()
     tool = next((tool for tool in listing["tools"] if tool["name"] == name), None)
+    if tool is None:
+        raise MCPError(INVALID_PARAMS, f"Unknown tool: {name[:100]!r} is not in the active MCP declaration; list "
+                       "the tools again.")
     try:
-        if tool is None:
-            raise ApiError("tool_not_found", f"No tool named {name!r} in the active MCP declaration; list the tools "
-                           "again.", "name")
         binding = tool["binding"]
         if binding["kind"] == "view" and not binding["active"]:
             raise ApiError("tool_binding_inactive", f"The tool is bound to view {binding['name']}@{binding['version']}"
@@ -108,7 +128,7 @@ async def tool_call(routes, listing: dict, name: str, arguments) -> types.CallTo
     if answer.status >= 400 or not isinstance(answer.payload, dict):
         envelope = answer.payload if isinstance(answer.payload, dict) and "error" in answer.payload else {
             "error": "internal_error", "detail": f"{method} {path} answered {answer.status} without a JSON object."}
-        return error_result(envelope, answer.status)
+        return error_result(_as_arguments(envelope) if tool["kind"] == "ingest" else envelope, answer.status)
     return types.CallToolResult(content=[types.TextContent(type="text", text=_json(answer.payload))],
                                 structured_content=answer.payload)
 
@@ -120,9 +140,23 @@ def error_result(envelope: dict, status: int) -> types.CallToolResult:
                                 structured_content=carried, is_error=True)
 
 
+def _as_arguments(envelope: dict) -> dict:
+    """An ingest route's error with its path (and detail) naming the tool's argument instead of
+    the one record the tool sent."""
+    path = envelope.get("path")
+    if not isinstance(path, str) or not path.startswith(_INGEST_ITEM):
+        return envelope
+    argument = path.removeprefix(_INGEST_ITEM).removeprefix(".")
+    detail = envelope.get("detail", "")
+    if isinstance(detail, str):
+        detail = detail.removeprefix(f"{_INGEST_ITEM}: ")
+    return {**envelope, "path": argument or None, "detail": detail}
+
+
 def request_for(tool: dict, arguments) -> tuple[str, str, dict | None, object]:
     """The REST request (method, path, query, body) a call of ``tool`` with ``arguments`` makes.
     Raises ``ApiError`` (``request_schema``) for arguments the route cannot take from a tool."""
+    ApiError = _api_error()
     if not isinstance(arguments, dict):
         raise ApiError("request_schema", "arguments must be a JSON object", "arguments")
     kind, route = tool["kind"], tool["route"]
@@ -145,8 +179,8 @@ def request_for(tool: dict, arguments) -> tuple[str, str, dict | None, object]:
 def _only(arguments: dict, allowed) -> None:
     for key in arguments:
         if key not in allowed:
-            raise ApiError("request_schema", f"{key}: not an argument of this tool; it takes {', '.join(allowed)}",
-                           key)
+            raise _api_error()("request_schema", f"{key}: not an argument of this tool; it takes "
+                               f"{', '.join(allowed)}", key)
 
 
 def _query(arguments: dict) -> dict[str, str]:
@@ -158,8 +192,8 @@ def _query(arguments: dict) -> dict[str, str]:
         elif isinstance(value, bool):
             value = "true" if value else "false"
         elif not isinstance(value, (str, int, float)):
-            raise ApiError("request_schema", f"{key}: a lookup argument is a string, number, boolean or list of "
-                           "them", key)
+            raise _api_error()("request_schema", f"{key}: a lookup argument is a string, number, boolean or "
+                               "list of them", key)
         query[key] = str(value)
     return query
 

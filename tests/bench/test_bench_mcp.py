@@ -21,7 +21,7 @@ def test_bench_mcp_writes_each_call_beside_the_rest_call(tmp_path, monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     database = f"memseek_smoke_mcp_{uuid.uuid4().hex[:10]}"
     test_database = connection.settings_dict["NAME"]
-    call_command("bench", "mcp", "--iterations", "1", "--queries", "2", "--out", str(tmp_path),
+    call_command("bench", "mcp", "--iterations", "1", "--queries", "2", "--starts", "1", "--out", str(tmp_path),
                  "--database", database, "--drop")
     assert connection.settings_dict["NAME"] == test_database
     with connection.cursor() as cursor:
@@ -36,3 +36,9 @@ def test_bench_mcp_writes_each_call_beside_the_rest_call(tmp_path, monkeypatch):
     assert results["target"]["met"] is (results["ratio_p50_mcp_sdk"] <= 1.2)
     assert results["environment"]["machine"]["cores"] and results["config"]["queries"] == 2
     assert "÷ rest (p50)" in (tmp_path / "mcp.md").read_text()
+    start = results["stdio_start"]
+    for name in ("bridge_initialize", "sdk_import", "django_setup"):
+        assert start[name]["n"] == 1 and positive(start[name]["p50_ms"])
+    assert positive(start["ratio_p50_to_sdk_import"]) and positive(start["ratio_p50_to_django_setup"])
+    assert start["target"]["met"] is (start["bridge_initialize"]["p50_ms"] <= 2000)
+    assert "stdio bridge start" in (tmp_path / "mcp.md").read_text()

@@ -1,8 +1,8 @@
-"""The SDK is its own package: ``pip install ./memseek_client`` installs it (with every module),
-and it imports in a fresh interpreter without loading Django."""
+"""The SDK is its own package: ``pip install ./memseek_client`` installs it (with every module
+and ``py.typed``) without writing into the checkout, and it imports in a fresh interpreter
+without loading Django."""
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,14 +21,20 @@ def test_importing_the_sdk_from_the_checkout_loads_no_django():
     assert Path(done.stdout.strip()) == PACKAGE / "__init__.py"
 
 
-def test_pip_installs_the_package_and_the_installed_copy_imports_alone(tmp_path):
-    source = tmp_path / "src" / "memseek_client"  # a copy, so the build leaves nothing in the checkout
-    shutil.copytree(PACKAGE, source, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
+def _tree(root: Path) -> set[str]:
+    """Every path under ``root`` but Python's byte-code caches (ignored or not)."""
+    return {str(path.relative_to(root)) for path in root.rglob("*") if "__pycache__" not in path.parts}
+
+
+def test_pip_installs_the_package_from_the_checkout_and_the_installed_copy_imports_alone(tmp_path):
+    before = _tree(PACKAGE)
     target = tmp_path / "site"
     installed = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-                                "--no-build-isolation", "--target", str(target), str(source)],
+                                "--no-build-isolation", "--target", str(target), str(PACKAGE)],
                                capture_output=True, text=True, timeout=300)
     assert installed.returncode == 0, installed.stderr
+    assert _tree(PACKAGE) == before  # no build/, no *.egg-info left behind
+    assert (target / "memseek_client" / "py.typed").is_file()
     assert {path.name for path in (target / "memseek_client" / "models").glob("*.py")} >= {
         "__init__.py", "records.py", "reads.py", "search.py", "retrieval.py", "lexical.py", "memory.py"}
     elsewhere = tmp_path / "run"
@@ -38,4 +44,5 @@ def test_pip_installs_the_package_and_the_installed_copy_imports_alone(tmp_path)
     assert done.returncode == 0, done.stderr
     assert Path(done.stdout.strip()) == target / "memseek_client" / "__init__.py"
     metadata = next(target.glob("memseek_client-*.dist-info")) / "METADATA"
-    assert "Requires-Dist: httpx" in metadata.read_text()
+    # A range, not a pin: installing the SDK never moves an agent framework's httpx down.
+    assert "Requires-Dist: httpx<1,>=0.27" in metadata.read_text().splitlines()

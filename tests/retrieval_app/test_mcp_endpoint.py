@@ -64,8 +64,10 @@ def test_an_ingest_tool_offers_the_collection_schema_and_no_lineage(catalog, api
     remember = tools(api)["remember"]
     stored = Definition.objects.get(workspace=catalog, family="collection", name="main", version=1)
     schema = remember["input_schema"]
-    assert schema["properties"]["content"] == stored.body["schema"]
-    assert schema["additionalProperties"] is False and set(schema["required"]) == {"entity", "type", "content"}
+    # The tool's text fills content.text, so the offered content does not require it.
+    assert schema["properties"]["content"] == {**stored.body["schema"], "required": [
+        name for name in stored.body["schema"]["required"] if name != "text"]}
+    assert schema["additionalProperties"] is False and set(schema["required"]) == {"entity", "type", "text"}
     assert not {"derived_from", "scores", "status", "tombstone", "annotations", "collection"} & set(
         schema["properties"])
     assert remember["annotations"]["readOnlyHint"] is False and remember["annotations"]["idempotentHint"] is False
@@ -93,7 +95,8 @@ def test_no_declaration_exports_nothing_and_other_workspaces_are_apart(catalog, 
     bare.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
     assert bare.get("/tools").json()["tools"] == [] and bare.get("/tools").json()["interface"] is None
     assert rpc(bare, "tools/list").json()["result"]["tools"] == []
-    assert call(bare, "open_record", {"id": "x"})["structuredContent"]["error"] == "tool_not_found"
+    unknown = rpc(bare, "tools/call", {"name": "open_record", "arguments": {"id": "x"}}).json()
+    assert unknown["error"]["code"] == -32602 and "result" not in unknown
     assert len(tools(api)) == 6
 
 

@@ -13,6 +13,7 @@ import httpx2
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from .mcp_live import OTHER_DECLARATION, ROOT, live  # noqa: F401 (the fixture)
 
@@ -59,8 +60,10 @@ async def every_kind(session) -> dict:
             "entity": "contact.maria", "type": "note", "text": "x", "content": {"text": "x"},
             "derived_from": [str(uuid.uuid4())]}),
         "record_malformed": await session.call_tool("open_record", {"id": "not-a-uuid"}),
-        "unknown": await session.call_tool("no_such_tool", {}),
     }
+    with pytest.raises(MCPError) as unknown:
+        await session.call_tool("no_such_tool", {})
+    calls["unknown"] = unknown.value
     inserted = calls["ingest"].structured_content["inserted"][0]["id"]
     calls["record"] = await session.call_tool("open_record", {"id": inserted})
     return {"listed": listed, "calls": calls, "inserted": inserted}
@@ -91,7 +94,7 @@ def check_every_kind(service, outcome: dict) -> None:
     assert lineage.is_error and lineage.structured_content["error"] == "request_schema"
     assert lineage.structured_content["path"] == "derived_from"
     assert calls["record_malformed"].structured_content["error"] == "invalid_id"
-    assert calls["unknown"].is_error and calls["unknown"].structured_content["error"] == "tool_not_found"
+    assert calls["unknown"].code == -32602 and "no_such_tool" in calls["unknown"].message
     record = calls["record"].structured_content
     assert not calls["record"].is_error and record["id"] == outcome["inserted"]
     assert (record["collection"], record["collection_version"]) == ("main", 1)
@@ -123,13 +126,14 @@ def test_brief_and_lookup_tools_call_their_routes(live, tool):
 def test_another_workspace_sees_only_its_own_tools_and_records(live):
     async def steps(session):
         names = [tool.name for tool in (await session.list_tools()).tools]
-        remembered = await session.call_tool("remember", {"entity": "contact.maria", "type": "note", "text": "x",
-                                                          "content": {"text": "x"}})
-        return names, remembered
+        with pytest.raises(MCPError) as remembered:
+            await session.call_tool("remember", {"entity": "contact.maria", "type": "note", "text": "x",
+                                                 "content": {"text": "x"}})
+        return names, remembered.value
 
     names, remembered = run(http_client(live, live.other_key), steps)
     assert names == [tool["name"] for tool in OTHER_DECLARATION["tools"]]
-    assert remembered.structured_content["error"] == "tool_not_found"
+    assert remembered.code == -32602
     _, timeline = rest(live, "GET", "/timeline?entity=contact.maria")
     demo_record = timeline["records"][0]["id"]
     foreign = run(http_client(live, live.other_key),
@@ -142,13 +146,14 @@ def test_a_tool_removed_from_the_active_declaration_fails_at_once(live, tmp_path
         before = [tool.name for tool in (await session.list_tools()).tools]
         live.load_other(tmp_path, {**OTHER_DECLARATION, "version": 2, "tools": OTHER_DECLARATION["tools"][:1]})
         # The client still holds the old list; the server reads the declaration again.
-        removed = await session.call_tool("search_memory", {"query": "budget"})
+        with pytest.raises(MCPError) as removed:
+            await session.call_tool("search_memory", {"query": "budget"})
         after = [tool.name for tool in (await session.list_tools()).tools]
-        return before, removed, after
+        return before, removed.value, after
 
     before, removed, after = run(http_client(live, live.other_key), steps)
     assert before == ["open_record", "search_memory"] and after == ["open_record"]
-    assert removed.is_error and removed.structured_content["error"] == "tool_not_found"
+    assert removed.code == -32602 and "search_memory" in removed.message
 
 
 def test_an_unknown_origin_is_refused_and_a_missing_key_is_unauthorized(live):
