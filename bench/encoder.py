@@ -30,13 +30,14 @@ import multiprocessing
 import os
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-RUNTIMES = ("torch", "onnx", "onnx-int8")
 from bench.scifact import DEFAULT_DATA  # noqa: E402  the same data set as bench scifact
+
+RUNTIMES = ("torch", "onnx", "onnx-int8")
 WARM_TEXTS = ["warming the encoder", "a second, somewhat longer text to warm the encoder's calls"]
 
 
@@ -102,7 +103,7 @@ def agreement(vectors, reference) -> dict:
 
     cosines = (vectors.astype(np.float64) * reference.astype(np.float64)).sum(axis=1)
     return {"min": float(cosines.min()), "p1": float(np.percentile(cosines, 1)),
-            "p50": float(np.percentile(cosines, 50)), "mean": float(cosines.mean()), "count": int(len(cosines))}
+            "p50": float(np.percentile(cosines, 50)), "mean": float(cosines.mean()), "count": len(cosines)}
 
 
 def run(corpus: list[str], queries: list[str], threads: int) -> dict:
@@ -166,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     threads = args.threads or torch_threads_per_process(len(os.sched_getaffinity(0)))
     corpus, queries = load_texts(args.data, args.size, args.queries)
     results = run(corpus, queries, threads)
-    meta = {"when": datetime.now(timezone.utc).isoformat(timespec="seconds"), "threads": threads,
+    meta = {"when": datetime.now(UTC).isoformat(timespec="seconds"), "threads": threads,
             "corpus_texts": len(corpus), "queries": len(queries), "machine": _machine(), "commit": _commit()}
     markdown = report(results, meta)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -30,7 +30,7 @@ INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 # Source files whose bytes decide the exported graph (the tokenizer runs outside it).
 SOURCE_FILES = ("model.safetensors", "config.json")
 
-_encoders: dict[str, "OnnxEncoder"] = {}
+_encoders: dict[str, OnnxEncoder] = {}
 _encoders_lock = threading.Lock()
 
 
@@ -46,7 +46,7 @@ def default_cache_dir() -> Path:
     return Path(settings.BASE_DIR) / "var" / "onnx"
 
 
-def onnx_encoder(runtime: str, threads: int) -> "OnnxEncoder":
+def onnx_encoder(runtime: str, threads: int) -> OnnxEncoder:
     """The process's encoder for ``runtime`` (``onnx`` or ``onnx-int8``), exported into or
     loaded from the default cache on first use, running ``threads`` intra-op threads."""
     encoder = _encoders.get(runtime)

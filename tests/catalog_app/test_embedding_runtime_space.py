@@ -3,12 +3,12 @@ runtime and a query embedded by another are never compared. Each runtime stores 
 its own space (with its own HNSW index), and a vector search reads only the space of the
 runtime that embedded its query."""
 import pytest
+from django.db import connection
 
 from catalog_app.catalog import runtime as catalog_runtime
 from catalog_app.models import RecordEmbedding
 from catalog_app.services.embedding_index import embedding_index_name
 from tests.search_app.search_factories import ingest_ready, item
-from django.db import connection
 
 # Committed transactions, as in service: the index of a new space is created by the enrichment
 # transaction that first writes into it, which PostgreSQL refuses inside a transaction that
