@@ -62,15 +62,18 @@ def load_texts(data: Path, size: int | None, queries: int) -> tuple[list[str], l
 def _measure(runtime: str, threads: int, corpus: list[str], queries: list[str], out: str) -> dict:
     """Run in a spawned process: load, warm, encode, time; vectors go to ``out`` (numpy)."""
     os.environ["OMP_NUM_THREADS"] = str(threads)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memseek_site.settings")
     import resource
     from dataclasses import replace
 
-    import django
     import numpy as np
-
-    django.setup()
     import torch
+    from django.conf import settings
+
+    # Only the settings the encoder reads: the full settings module would start (or attach to)
+    # the embedded PostgreSQL, which this measure does not use. A process started under pytest
+    # has its settings already (pytest-django configures them while the child imports).
+    if not settings.configured:
+        settings.configure(BASE_DIR=Path(__file__).resolve().parent.parent, MEMSEEK={})
 
     torch.set_num_threads(threads)
     from catalog_app.catalog.models_conf import build, default_body
@@ -116,8 +119,17 @@ def run(corpus: list[str], queries: list[str], threads: int) -> dict:
     results = {}
     with tempfile.TemporaryDirectory(prefix="bench-encoder.") as work:
         for runtime in RUNTIMES:
-            with context.Pool(1) as pool:
+            pool = context.Pool(1)
+            try:
                 results[runtime] = pool.apply(_measure, (runtime, threads, corpus, queries, work))
+                # close and join, not the context manager's terminate: a process killed in its
+                # exit handlers can leave shared files (the embedded server's pid list) half-written.
+                pool.close()
+            except BaseException:
+                pool.terminate()
+                raise
+            finally:
+                pool.join()
         reference = {part: np.load(f"{work}/torch-{part}.npy") for part in ("corpus", "queries")}
         for runtime in RUNTIMES[1:]:
             figures = results[runtime]
