@@ -10,6 +10,7 @@ class CatalogAppConfig(AppConfig):
         from .catalog import families  # noqa: F401  registers the collection/processor/model families
         from . import signals  # noqa: F401  worker recovery of pending records, pool process set-up
         from memseek_site.allocator import retain_freed_memory
-        from memseek_site.conf import memseek_setting
+        from memseek_site.conf import memseek_setting, memseek_settings_check
 
+        memseek_settings_check()
         retain_freed_memory(memseek_setting("MALLOC_RETAIN_BYTES"))

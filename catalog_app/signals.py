@@ -46,11 +46,13 @@ def load_bundled_model_in_background(sender=None, **kwargs):
 
 
 def _load_bundled_model() -> None:
-    from .embedding import EmbeddingUnavailable, local_model
+    from memseek_site.conf import memseek_setting
+
+    from .embedding import EmbeddingUnavailable, local_encoder
 
     started = time.perf_counter()
     try:
-        local_model()
+        local_encoder(memseek_setting("EMBEDDING_RUNTIME"))
     except EmbeddingUnavailable as error:
         logger.warning("pool process %d could not load the bundled embedding model: %s", os.getpid(), error.detail)
         return

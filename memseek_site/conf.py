@@ -78,6 +78,10 @@ DEFAULTS: dict[str, object] = {
     "ENRICH_POOL": 900,
     "ENRICH_CLAIM": 64,
     "EMBEDDING_BATCH": 64,
+    # How the bundled all-MiniLM-L6-v2 runs: torch (sentence-transformers), onnx (ONNX Runtime,
+    # fp32) or onnx-int8 (ONNX Runtime, dynamically quantized int8), see docs/encoder.md. Part of
+    # the embedding space: a runtime change is a space change, like a model change.
+    "EMBEDDING_RUNTIME": "torch",
     "PENDING_RECOVERY_AGE_S": 30,
     "PENDING_RECOVERY_INTERVAL_S": 10,
     "SCORER_TEXT_CHARS": 12_000,
@@ -92,10 +96,15 @@ _CEILINGS = {"API_KEY_CACHE_TTL_S": 60, "MAX_GRAPH_DEPTH": 16, "MAX_GRAPH_PATHS"
              "MEMORY_AROUND_MAX": 500, "MEMORY_SEARCH_HITS": 50, "MEMORY_SEARCH_FACTS": 50,
              "MEMORY_KNOWN_LINES": 200, "MEMORY_NEIGHBOUR_SHARE": 1.0}
 
+# Settings that take one of a few words; any other value stops the process at start
+# (``memseek_settings_check``) and wherever it is read.
+_CHOICES = {"EMBEDDING_RUNTIME": ("torch", "onnx", "onnx-int8")}
+
 
 def memseek_setting(name: str):
     """Return the value of setting ``name``: Django's ``MEMSEEK[name]``, else the environment
-    variable of that name, else the default. Raises ``KeyError`` for an unknown name."""
+    variable of that name, else the default. Raises ``KeyError`` for an unknown name and
+    ``ImproperlyConfigured`` for a value outside the setting's choices."""
     from django.conf import settings
 
     default = DEFAULTS[name]
@@ -106,8 +115,20 @@ def memseek_setting(name: str):
         value = _parse(os.environ[name], default)
     else:
         value = default
+    choices = _CHOICES.get(name)
+    if choices is not None and value not in choices:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, not {value!r}")
     ceiling = _CEILINGS.get(name)
     return min(value, ceiling) if ceiling is not None else value
+
+
+def memseek_settings_check() -> None:
+    """Read every setting that has choices, so a process with a bad value stops at start with
+    ``ImproperlyConfigured`` naming the setting instead of failing its first request."""
+    for name in _CHOICES:
+        memseek_setting(name)
 
 
 def _parse(raw: str, default):

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from urllib.parse import urlsplit
 
+from memseek_site.conf import memseek_setting
+
 from . import checks
 from .errors import CatalogError
 from .registry import Catalog, Validated
@@ -16,6 +18,8 @@ from .registry import Catalog, Validated
 ADAPTERS = ("openai_compat", "sentence_transformers")
 LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 LOCAL_MODEL = "all-MiniLM-L6-v2"
+# A space name holds 64 characters; the longest runtime suffix (".onnx-int8") must fit after it.
+LOCAL_SPACE_MAX_CHARS = 64 - len(".onnx-int8")
 HNSW_MAX_DIMENSIONS = 2000
 # Members of an embeddings request that the request itself sets (or, for encoding_format, that
 # the response parser relies on: vectors come back as float lists); embedding.params may not
@@ -53,16 +57,31 @@ class EmbeddingConfig:
     # Extra members of every embeddings request body (``embedding.params``), e.g. input_type.
     # A mapping is unhashable; configs that differ only here are unequal, which hashing allows.
     params: MappingProxyType = field(default_factory=lambda: MappingProxyType({}), hash=False)
+    # How the bundled model runs (``EMBEDDING_RUNTIME``: torch, onnx, onnx-int8); None for a
+    # provider over HTTP. Part of the space (``stored_space``), so vectors of different runtimes
+    # never meet in one comparison.
+    runtime: str | None = None
 
     def __reduce__(self):
         # A mappingproxy cannot be pickled, and configs are sent to other processes (embedding
         # pools): the params travel as a plain dict and are wrapped again on arrival.
         return _embedding_config, (self.provider, self.model, self.dimensions, self.space, self.batch,
-                                   self.max_text_chars, dict(self.params))
+                                   self.max_text_chars, dict(self.params), self.runtime)
 
 
-def _embedding_config(provider, model, dimensions, space, batch, max_text_chars, params) -> EmbeddingConfig:
-    return EmbeddingConfig(provider, model, dimensions, space, batch, max_text_chars, MappingProxyType(params))
+def _embedding_config(provider, model, dimensions, space, batch, max_text_chars, params,
+                      runtime=None) -> EmbeddingConfig:
+    return EmbeddingConfig(provider, model, dimensions, space, batch, max_text_chars, MappingProxyType(params),
+                           runtime)
+
+
+def stored_space(space: str, runtime: str | None) -> str:
+    """The space name vectors are stored and searched under: the configured ``space`` for the
+    torch runtime (the name vectors had before runtimes existed) and for HTTP providers,
+    ``<space>.<runtime>`` for the ONNX runtimes. A runtime change is therefore a space change,
+    like a model change: records embedded by one runtime are never compared with a query
+    embedded by another."""
+    return space if runtime in (None, "torch") else f"{space}.{runtime}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,8 +200,11 @@ def _embedding(raw, providers: dict) -> dict:
         raise CatalogError("provider",
                            f"the bundled sentence_transformers provider serves {LOCAL_MODEL} with 384 dimensions",
                            "embedding.model")
-    result = {"provider": body["provider"], "model": model, "dimensions": dimensions,
-              "space": checks.name(body["space"], "embedding.space", checks.SPACE_NAME),
+    space = checks.name(body["space"], "embedding.space", checks.SPACE_NAME)
+    if provider["adapter"] == "sentence_transformers" and len(space) > LOCAL_SPACE_MAX_CHARS:
+        raise CatalogError("schema", f"the bundled model's space name holds at most {LOCAL_SPACE_MAX_CHARS} "
+                           "characters (the runtime is appended to it, see EMBEDDING_RUNTIME)", "embedding.space")
+    result = {"provider": body["provider"], "model": model, "dimensions": dimensions, "space": space,
               "batch": checks.integer(body.get("batch", 64), "embedding.batch", minimum=1, maximum=256),
               "max_text_chars": checks.integer(body.get("max_text_chars", 16000), "embedding.max_text_chars",
                                                minimum=1)}
@@ -217,6 +239,10 @@ def build(body: dict) -> ModelsConfig:
                            a["params"]["max_output_tokens"], a["context_tokens"])
                for name, a in body["aliases"].items()}
     e = body["embedding"]
-    embedding = EmbeddingConfig(providers[e["provider"]], e["model"], e["dimensions"], e["space"], e["batch"],
-                                e["max_text_chars"], MappingProxyType(e.get("params", {})))
+    provider = providers[e["provider"]]
+    # The runtime is this process's setting, not the catalog's: it is read when a process builds
+    # the catalog, so every space a process writes or searches carries the runtime it embeds with.
+    runtime = memseek_setting("EMBEDDING_RUNTIME") if provider.adapter == "sentence_transformers" else None
+    embedding = EmbeddingConfig(provider, e["model"], e["dimensions"], stored_space(e["space"], runtime), e["batch"],
+                                e["max_text_chars"], MappingProxyType(e.get("params", {})), runtime)
     return ModelsConfig(MappingProxyType(providers), MappingProxyType(aliases), embedding)

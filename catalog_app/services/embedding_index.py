@@ -1,5 +1,7 @@
 """Each embedding space gets its own partial HNSW index (cosine) over
-``embedding::vector(dim)``, so spaces of different dimensions share one table."""
+``embedding::vector(dim)``, so spaces of different dimensions share one table. The index is
+ensured when a catalog is loaded and again before enrichment writes a batch of vectors into a
+space (a runtime change makes a new space without a catalog load, ``EMBEDDING_RUNTIME``)."""
 from __future__ import annotations
 
 import hashlib
@@ -14,7 +16,8 @@ def embedding_index_name(space: str) -> str:
 
 
 def embedding_space_ensure_index(space: str, dimensions: int) -> None:
-    """Create the HNSW index of ``space`` if it does not exist yet. Idempotent."""
+    """Create the HNSW index of ``space`` if it does not exist yet. Idempotent; when it exists,
+    one catalog lookup."""
     if not 8 <= int(dimensions) <= 4096:
         raise ValueError(f"invalid embedding space {space!r} / {dimensions}")
     # The space is a validated literal (the form the vector queries write, so the planner

@@ -46,6 +46,7 @@ from ..llm import ProviderError, ProviderInvalid
 from ..models import Record
 from ..record_sql import EMBEDDING, RECORD
 from ..text import truncate_middle
+from .embedding_index import embedding_space_ensure_index
 from .enrichment_llm import processor_ask
 
 logger = logging.getLogger(__name__)
@@ -302,6 +303,7 @@ def _run_embeddings(plans: list[_Plan], results: dict, final_attempt: bool) -> N
                         FAILED, None, meta={"space": config.space}, error=_error(error))
             continue
         texts_and_hashes = {plan.record.pk: vector_text_and_hash(vector) for plan, vector in zip(unique, vectors)}
+        embedding_space_ensure_index(config.space, config.dimensions)
         _insert_embeddings(unique, config.space, texts_and_hashes)
         for plan, definition in pairs:
             results[str(plan.record.pk)][definition.name] = _Result(

@@ -228,9 +228,9 @@ def local_calls(monkeypatch):
     calls = []
     real = embedding._local_embed
 
-    def recording(texts):
+    def recording(runtime, texts):
         calls.append(list(texts))
-        return real(texts)
+        return real(runtime, texts)
 
     monkeypatch.setattr(embedding, "_local_embed", recording)
     return calls

@@ -19,6 +19,8 @@ BENCHMARKS = {
     "locomo": "evidence recall on LoCoMo conversations beside DRAGON",
     "retrieve": "context retrieval benchmark",
     "lookups": "GET /memory/* lookup latency beside their raw SQL",
+    "encoder": "the bundled model's runtimes (torch, onnx, onnx-int8) on SciFact: agreement with torch, "
+               "records/s, query p50, peak memory",
     "lexical": "exact BM25 top-k from the lexical index beside the full scan",
     "mcp": "an MCP view tool call over Streamable HTTP beside the same REST call",
     "brief": "POST /memory/search: brief recall on LoCoMo and latency",
