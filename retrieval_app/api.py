@@ -121,6 +121,7 @@ _BudgetError = inline_serializer("ContextBudgetTooSmall", {
 
 class RetrieveView(APIView):
     capability = "read"
+    database = "read"
 
     @extend_schema(
         summary="Recall a token-budgeted MemoryContext", request=RetrieveRequestSerializer,
@@ -135,6 +136,7 @@ class RetrieveView(APIView):
 
 class ReceiptView(APIView):
     capability = "read"
+    database = "read"
 
     @extend_schema(
         summary="What one retrieval delivered",
@@ -177,6 +179,7 @@ class FeedbackSerializer(serializers.Serializer):
 
 class FeedbackView(APIView):
     capability = "write"
+    database = "write"
 
     @extend_schema(
         summary="Report the outcome of a retrieval; feeds value-aware selection",
@@ -246,6 +249,7 @@ _Evaluation = inline_serializer("Evaluation", {
 
 class EvaluateView(APIView):
     capability = "read"
+    database = "read"
 
     @extend_schema(
         summary="Measure retrieval quality: recall@k, nDCG@k and MRR over graded queries (no side effects)",

@@ -48,6 +48,7 @@ class ContextResponseSerializer(serializers.Serializer):
 
 class ContextView(APIView):
     capability = "read"
+    database = "read"
 
     @extend_schema(
         summary="Token-budgeted context for an entity and a task",

@@ -18,6 +18,7 @@ _ENTITY_CHARS = 255
 
 class SearchView(APIView):
     capability = "read"
+    database = "read"
 
     @extend_schema(
         summary="Run a search (full SearchSpec)", request=SearchSpecSerializer,
