@@ -46,9 +46,12 @@ _rotation = itertools.count()
 _STATE_SQL = """
 SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn()::text, pg_last_wal_receive_lsn()::text,
        COALESCE(EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp()), 0)::float8,
-       EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming')
+       EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming'),
+       current_setting('wal_block_size')::int
 """
-_REPLAY_SQL = "SELECT pg_last_wal_replay_lsn()::text"
+_REPLAY_SQL = "SELECT pg_last_wal_replay_lsn()::text, current_setting('wal_block_size')::int"
+# The size of a WAL record's header (SizeOfXLogRecord): a page's last bytes fewer than this hold no record.
+_RECORD_HEADER_BYTES = 24
 
 
 def replica_aliases() -> list[str]:
@@ -79,6 +82,18 @@ def lsn_parse(text: str) -> int:
         return (int(high, 16) << 32) | int(low, 16)
     except ValueError:
         raise ValueError(f"not a WAL position: {text!r}") from None
+
+
+def replay_reaches(replayed: int, position: int, wal_block_size: int = 8192) -> bool:
+    """Whether a standby whose ``pg_last_wal_replay_lsn()`` is ``replayed`` holds everything up
+    to ``position`` (a token, or what it received). Replay stops at the end of the last record,
+    while the primary's write position (and what a standby received) can be the end of that
+    record's WAL page: when the page's rest is too short for a record it holds none, so a replay
+    there has reached the page's end."""
+    room = wal_block_size - replayed % wal_block_size
+    if room < _RECORD_HEADER_BYTES:
+        replayed += room
+    return replayed >= position
 
 
 def lsn_format(position: int) -> str:
@@ -188,6 +203,11 @@ class ReplicaState:
     streaming: bool = False
     replay_lsn: int | None = None
     lag_s: float = 0.0
+    wal_block_size: int = 8192
+
+    def has_replayed(self, position: int | None) -> bool:
+        return position is None or (self.replay_lsn is not None
+                                    and replay_reaches(self.replay_lsn, position, self.wal_block_size))
 
     @property
     def healthy(self) -> bool:
@@ -211,15 +231,17 @@ def replica_state(alias: str) -> ReplicaState:
     try:
         with connection.cursor() as cursor:
             cursor.execute(_STATE_SQL)
-            in_recovery, replay, receive, since_replay_s, streaming = cursor.fetchone()
+            in_recovery, replay, receive, since_replay_s, streaming, block = cursor.fetchone()
     except DatabaseError:
         mark_down(alias)
         return ReplicaState(alias, reachable=False)
     replay_lsn = lsn_parse(replay) if replay else None
-    behind = receive is not None and replay_lsn is not None and lsn_parse(receive) > replay_lsn
-    # Caught up with everything received: no lag. Behind: at least the time since its last replay.
+    behind = (receive is not None and replay_lsn is not None
+              and not replay_reaches(replay_lsn, lsn_parse(receive), block))
+    # Caught up with everything received: no lag. Behind: the time since the primary committed the
+    # last transaction it replayed (PostgreSQL's own replay timestamp).
     return ReplicaState(alias, True, bool(in_recovery), bool(streaming), replay_lsn,
-                        float(since_replay_s) if behind else 0.0)
+                        float(since_replay_s) if behind else 0.0, block)
 
 
 def mark_down(alias: str) -> None:
@@ -231,15 +253,15 @@ def mark_down(alias: str) -> None:
         pass
 
 
-def _replayed(alias: str) -> int | None:
+def _has_replayed(alias: str, position: int) -> bool:
     try:
         with connections[alias].cursor() as cursor:
             cursor.execute(_REPLAY_SQL)
-            replay = cursor.fetchone()[0]
+            replay, block = cursor.fetchone()
     except DatabaseError:
         mark_down(alias)
-        return None
-    return lsn_parse(replay) if replay else None
+        return False
+    return replay is not None and replay_reaches(lsn_parse(replay), position, block)
 
 
 class ReplicaRouter:
@@ -258,15 +280,14 @@ class ReplicaRouter:
             state = replica_state(aliases[(start + offset) % len(aliases)])
             if not state.healthy:
                 continue
-            if needed_lsn is None or state.replay_lsn >= needed_lsn:
+            if state.has_replayed(needed_lsn):
                 return state.alias
             behind.append(state.alias)
         deadline = time.monotonic() + memseek_setting("REPLICA_WAIT_MS") / 1000
         while behind and time.monotonic() < deadline:
             time.sleep(0.002)
             for alias in behind:
-                replayed = _replayed(alias)
-                if replayed is not None and replayed >= needed_lsn:
+                if _has_replayed(alias, needed_lsn):
                     return alias
         return DEFAULT_DB_ALIAS
 

@@ -84,6 +84,19 @@ def test_what_is_not_an_lsn_is_refused(text):
         lsn_parse(text)
 
 
+@pytest.mark.parametrize("replayed, position, reached", [
+    (0x160C7FE8, 0x160C8000, True),    # seen on a standby at rest: the page's last 24 bytes hold nothing
+    (0x160C7FE8, 0x160C8001, False),   # past the page's end: the next record is not replayed
+    (0x160C7FE0, 0x160C8000, False),   # 32 bytes left: room for a record the standby lacks
+    (0x160C7FF0, 0x160C7FF8, True),
+    (0x160C8000, 0x160C8000, True),
+    (0x160C8000, 0x160C8018, False),
+    (0x160C8000, 0x160C7FFF, True),
+])
+def test_a_replay_at_a_pages_unusable_end_reaches_the_page_end(replayed, position, reached):
+    assert replicas.replay_reaches(replayed, position) is reached
+
+
 def test_without_replicas_every_read_goes_to_the_primary():
     assert replicas.replica_aliases() == []
     assert ReplicaRouter.read_alias(None) == DEFAULT_DB_ALIAS and ReplicaRouter.read_alias(2**40) == DEFAULT_DB_ALIAS
