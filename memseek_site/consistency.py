@@ -2,9 +2,9 @@
 middleware that routes each API request (``memseek_site.replicas`` holds the rule itself).
 
 - Every successful response of a route declared ``database = "write"`` (and of a read route that
-  wrote through ``primary_write``) carries ``Memseek-Consistency-Token``: the primary's WAL
-  position (``pg_current_wal_lsn()``) read after the write committed, written as PostgreSQL
-  writes an LSN (``0/3A1F2B8``). With replicas configured the same position is also raised in
+  wrote through ``primary_write``) carries ``Memseek-Consistency-Token``: a WAL position of the
+  primary read after the write committed (``committed_position``), written as PostgreSQL writes
+  an LSN (``0/3A1F2B8``). With replicas configured the same position is also raised in
   the shared cache as its workspace's last write, so a read that sends no token still sees what
   its workspace wrote, from any process or host sharing the cache (``CACHE_URL``).
 - A request may send the header back; a value that is not an LSN is ``400
@@ -83,6 +83,22 @@ def workspace_last_write_raise(workspace_id, position: int) -> None:
             cache.set(key, position, _LAST_WRITE_TTL_S)
 
 
+def committed_position(cursor) -> int:
+    """A WAL position at or after the end of every transaction this session committed, that a
+    standby can replay exactly: the primary's write position, ``pg_current_wal_lsn()``. That
+    position is the end of a record, except at a WAL page boundary, where it may cut a record
+    whose rest is not written yet, so a standby could not reach it until more WAL comes; there,
+    a flushed empty message record (``pg_logical_emit_message``, no logical decoding needed)
+    ends after it, and its end is the position."""
+    cursor.execute("SELECT pg_current_wal_lsn()::text, current_setting('wal_block_size')::int")
+    written, block = cursor.fetchone()
+    position = lsn_parse(written)
+    if position % block == 0:
+        cursor.execute("SELECT pg_logical_emit_message(false, 'memseek.consistency', '', true)::text")
+        position = lsn_parse(cursor.fetchone()[0])
+    return position
+
+
 def route_request(request, view, workspace_id) -> None:
     """Called once a request's key is known (``catalog_app.auth.HasWorkspace``): check the token
     it sent, and serve a read route from the server ``ReplicaRouter`` picks. Outside the
@@ -115,6 +131,7 @@ class ReadRoutingMiddleware:
 
     def __init__(self, get_response):
         self.get_response = get_response
+        replicas_serve_reads()  # a READ_CONSISTENCY it does not know stops the process at start
 
     def __call__(self, request):
         outer = current_routing()
@@ -156,8 +173,7 @@ class ReadRoutingMiddleware:
     def _acknowledge(response, workspace_id) -> None:
         try:
             with serving(DEFAULT_DB_ALIAS), connections[DEFAULT_DB_ALIAS].cursor() as cursor:
-                cursor.execute("SELECT pg_current_wal_lsn()::text")
-                position = lsn_parse(cursor.fetchone()[0])
+                position = committed_position(cursor)
         except DatabaseError:
             return  # the write is committed; without a token the caller's next read goes by its workspace
         response[TOKEN_HEADER] = lsn_format(position)

@@ -47,7 +47,8 @@ _STATE_SQL = """
 SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn()::text, pg_last_wal_receive_lsn()::text,
        COALESCE(EXTRACT(EPOCH FROM now() - pg_last_xact_replay_timestamp()), 0)::float8,
        EXISTS (SELECT 1 FROM pg_stat_wal_receiver WHERE status = 'streaming'),
-       current_setting('wal_block_size')::int
+       current_setting('wal_block_size')::int,
+       (SELECT wait_event FROM pg_stat_activity WHERE backend_type = 'startup')
 """
 _REPLAY_SQL = "SELECT pg_last_wal_replay_lsn()::text, current_setting('wal_block_size')::int"
 # The size of a WAL record's header (SizeOfXLogRecord): a page's last bytes fewer than this hold no record.
@@ -231,12 +232,15 @@ def replica_state(alias: str) -> ReplicaState:
     try:
         with connection.cursor() as cursor:
             cursor.execute(_STATE_SQL)
-            in_recovery, replay, receive, since_replay_s, streaming, block = cursor.fetchone()
+            in_recovery, replay, receive, since_replay_s, streaming, block, startup_waits_on = cursor.fetchone()
     except DatabaseError:
         mark_down(alias)
         return ReplicaState(alias, reachable=False)
     replay_lsn = lsn_parse(replay) if replay else None
-    behind = (receive is not None and replay_lsn is not None
+    # Waiting for WAL from the primary, the standby has replayed every whole record it received
+    # (what it received may end inside a record whose rest the primary has not written yet).
+    # Unknown (a role without pg_read_all_stats sees no wait event): compare positions.
+    behind = (startup_waits_on != "RecoveryWalStream" and receive is not None and replay_lsn is not None
               and not replay_reaches(replay_lsn, lsn_parse(receive), block))
     # Caught up with everything received: no lag. Behind: the time since the primary committed the
     # last transaction it replayed (PostgreSQL's own replay timestamp).

@@ -85,10 +85,11 @@ def test_what_is_not_an_lsn_is_refused(text):
 
 
 @pytest.mark.parametrize("replayed, position, reached", [
-    (0x160C7FE8, 0x160C8000, True),    # seen on a standby at rest: the page's last 24 bytes hold nothing
-    (0x160C7FE8, 0x160C8001, False),   # past the page's end: the next record is not replayed
-    (0x160C7FE0, 0x160C8000, False),   # 32 bytes left: room for a record the standby lacks
+    (0x160C7FF0, 0x160C8000, True),    # 16 bytes left: too few for a record's header, so none is there
+    (0x160C7FF0, 0x160C8001, False),   # past the page's end: the next record is not replayed
+    (0x160C7FE8, 0x160C8000, False),   # 24 bytes left: room for a record's header the standby lacks
     (0x160C7FF0, 0x160C7FF8, True),
+    (0x160C7FF0, 0x160C7FFF, True),
     (0x160C8000, 0x160C8000, True),
     (0x160C8000, 0x160C8018, False),
     (0x160C8000, 0x160C7FFF, True),
@@ -100,6 +101,17 @@ def test_a_replay_at_a_pages_unusable_end_reaches_the_page_end(replayed, positio
 def test_without_replicas_every_read_goes_to_the_primary():
     assert replicas.replica_aliases() == []
     assert ReplicaRouter.read_alias(None) == DEFAULT_DB_ALIAS and ReplicaRouter.read_alias(2**40) == DEFAULT_DB_ALIAS
+
+
+@pytest.mark.parametrize("value", ["eventual", "", "PRIMARY"])
+def test_an_unknown_read_consistency_stops_the_process_at_start(value):
+    from django.core.exceptions import ImproperlyConfigured
+    from django.test import override_settings
+
+    from memseek_site.consistency import ReadRoutingMiddleware
+
+    with override_settings(MEMSEEK={"READ_CONSISTENCY": value}), pytest.raises(ImproperlyConfigured):
+        ReadRoutingMiddleware(lambda request: None)
 
 
 def test_a_workspace_last_write_only_moves_forward():

@@ -157,6 +157,31 @@ def test_a_write_then_a_read_sees_the_write_while_replay_is_paused(live):
     assert (status, headers[SERVED_BY_HEADER], answer["id"]) == (200, "replica_0", second)
 
 
+def test_the_sdk_token_alone_keeps_read_your_writes_when_the_cache_forgot(live):
+    """The shared cache's entry for the workspace is deleted between the write and the read: only
+    the token the SDK carried from the write can send the read to the primary."""
+    import redis
+
+    from memseek_client import MemseekClient
+
+    with MemseekClient(f"http://127.0.0.1:{live.server.port}", live.keys["a"]) as client:
+        _, token = live.write("a", "theta before the pause")
+        _caught_up(live, token)
+        live.replica.pause_replay()
+        try:
+            written = client.write_records([note("theta written by the sdk")])
+            record_id = str(written.inserted[0].id)
+            assert client.consistency_token is not None and not live.on_replica(record_id)
+            cache = redis.Redis.from_url(CACHE_URL)
+            assert sum(cache.delete(key) for key in cache.scan_iter("*memseek:last-write-lsn:*")) >= 1
+            assert str(client.get_record(record_id).id) == record_id
+            # The same read without the token now goes to the replica, which lacks the record.
+            status, headers, _ = live.call("GET", f"/records/{record_id}", "a")
+            assert (status, headers[SERVED_BY_HEADER]) == (404, "replica_0")
+        finally:
+            live.replica.resume_replay()
+
+
 def test_a_receipt_written_by_a_read_on_the_replica_is_read_back(live):
     _, token = live.write("b", "gamma budget note")
     _caught_up(live, token)
