@@ -104,8 +104,8 @@ def route_request(request, view, workspace_id) -> None:
     it sent, and serve a read route from the server ``ReplicaRouter`` picks. Outside the
     middleware (a view called directly) there is nothing to route."""
     routing = getattr(request, "memseek_routing", None)
-    if routing is None or routing is not current_routing():
-        return
+    if routing is None or routing is not current_routing() or routing.workspace_id is not None:
+        return  # not routed here, or routed already (a second permission check of the same request)
     routing.workspace_id = workspace_id
     if routing.token is not None:
         try:

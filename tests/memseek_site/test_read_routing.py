@@ -98,6 +98,25 @@ def test_a_replay_at_a_pages_unusable_end_reaches_the_page_end(replayed, positio
     assert replicas.replay_reaches(replayed, position) is reached
 
 
+def test_replica_urls_become_aliases_in_their_order(monkeypatch):
+    from memseek_site.database import replica_database_settings
+
+    monkeypatch.setenv("DATABASE_REPLICA_URLS", " postgresql://u@10.0.0.5:5433/memseek ,,"
+                                                "postgres://u@replica-b/memseek?connect_timeout=7 ")
+    replicas_found = replica_database_settings()
+    assert list(replicas_found) == ["replica_0", "replica_1"]
+    first, second = replicas_found["replica_0"], replicas_found["replica_1"]
+    assert (first["HOST"], first["PORT"], first["NAME"], first["OPTIONS"]) == ("10.0.0.5", "5433", "memseek",
+                                                                               {"connect_timeout": "2"})
+    assert (second["HOST"], second["OPTIONS"]) == ("replica-b", {"connect_timeout": "7"})
+    assert first["TEST"] == {"MIRROR": "default"}  # tests never create or flush a database on a replica
+    monkeypatch.setenv("DATABASE_REPLICA_URLS", "")
+    assert replica_database_settings() == {}
+    monkeypatch.setenv("DATABASE_REPLICA_URLS", "mysql://u@h/db")
+    with pytest.raises(ValueError, match="postgresql://"):
+        replica_database_settings()
+
+
 def test_without_replicas_every_read_goes_to_the_primary():
     assert replicas.replica_aliases() == []
     assert ReplicaRouter.read_alias(None) == DEFAULT_DB_ALIAS and ReplicaRouter.read_alias(2**40) == DEFAULT_DB_ALIAS
