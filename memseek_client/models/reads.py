@@ -9,9 +9,21 @@ MODEL = dataclass(frozen=True, slots=True, kw_only=True)
 
 
 @MODEL
+class ReplicaHealth:
+    """One read replica as the server's read router sees it (``state``: ok, down, lagging,
+    not_streaming or not_standby)."""
+
+    name: str
+    state: str
+    replay_lsn: str | None
+    lag_s: float
+
+
+@MODEL
 class Health:
     ok: bool
     db: bool
+    replicas: tuple[ReplicaHealth, ...] | None = None  # only when the server has read replicas
 
 
 @MODEL
