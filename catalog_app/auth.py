@@ -26,6 +26,7 @@ from rest_framework.authentication import BaseAuthentication
 from rest_framework.permissions import BasePermission
 
 from memseek_site.conf import memseek_setting
+from memseek_site.consistency import route_request
 from memseek_site.errors import ApiError
 
 from .models import CAPABILITIES, ApiKey, Workspace
@@ -132,6 +133,7 @@ class HasWorkspace(BasePermission):
             raise ApiError("capability_missing",
                            f"This key lacks the {', '.join(repr(c) for c in missing)} capability this route needs; "
                            f"use a key minted with it (manage.py create_key --capabilities ...).")
+        route_request(request._request, view, request.auth.pk)  # which server serves it: memseek_site.replicas
         return True
 
 

@@ -15,9 +15,10 @@ from datetime import datetime
 from functools import partial
 
 from celery import shared_task
-from django.db import InterfaceError, OperationalError, transaction
+from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, transaction
 
 from memseek_site.conf import memseek_setting
+from memseek_site.replicas import serving
 
 from .lexical.compaction import lexical_compact
 from .services.enrichment import EnrichmentDeferred, records_enrich, records_recover_pending
@@ -107,6 +108,7 @@ def enqueue_touch(record_ids: Iterable) -> None:
 
 def _send_touch(ids: list[str]) -> None:
     try:
-        touch_records.delay(ids)
+        with serving(DEFAULT_DB_ALIAS):  # a touch is a write: on the primary when a replica serves the read
+            touch_records.delay(ids)
     except Exception:
         logger.exception("touch_records for %d record(s) failed", len(ids))

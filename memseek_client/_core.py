@@ -17,6 +17,10 @@ from .routes import Call
 T = TypeVar("T")
 USER_AGENT = "memseek-client/0.1.0"
 DEFAULT_TIMEOUT_S = 30.0
+# Read-your-writes (the server's docs/replicas.md): a write's response names its WAL position here,
+# and the client sends the latest one it saw with every later request, so a read served by a
+# replica waits for (or skips a replica without) what this client wrote.
+CONSISTENCY_HEADER = "Memseek-Consistency-Token"
 
 
 class ClientCore:
@@ -24,7 +28,11 @@ class ClientCore:
     key sent as ``Authorization: Bearer``. ``timeout`` is seconds (or an ``httpx.Timeout``) for
     each attempt; ``retry`` bounds and paces retries; ``rng`` is the jitter's random source. The
     clients also take ``transport`` (httpx's, e.g. for a proxy or a Unix socket) and ``sleep``
-    (the wait between attempts)."""
+    (the wait between attempts).
+
+    ``consistency_token`` is the latest WAL position a response of this client's writes named
+    (``None`` before the first); it goes out with every request, so this client reads its own
+    writes from whichever server answers. Set it to carry a position between clients."""
 
     def __init__(self, base_url: str, api_key: str | None = None, *, timeout: float | httpx.Timeout = DEFAULT_TIMEOUT_S,
                  retry: RetryPolicy | None = None, headers: Mapping[str, str] | None = None,
@@ -36,6 +44,7 @@ class ClientCore:
         self._headers = {"Accept": "application/json", "User-Agent": USER_AGENT, **(headers or {})}
         if api_key is not None:
             self._headers["Authorization"] = f"Bearer {api_key}"
+        self.consistency_token: str | None = None
 
     def _request_args(self, call: Call[Any]) -> dict[str, Any]:
         args: dict[str, Any] = {"method": call.method, "url": call.path}
@@ -44,7 +53,17 @@ class ClientCore:
         if call.body is not None:
             args["content"] = json.dumps(encode(call.body), ensure_ascii=False, allow_nan=False).encode()
             args["headers"] = {"Content-Type": "application/json"}
+        if self.consistency_token is not None:
+            args.setdefault("headers", {})[CONSISTENCY_HEADER] = self.consistency_token
         return args
+
+    def _remember_position(self, response: httpx.Response) -> None:
+        """Keep the later of the response's consistency token and the one held."""
+        token = response.headers.get(CONSISTENCY_HEADER)
+        position = _wal_position(token) if token is not None else None
+        held = _wal_position(self.consistency_token) if self.consistency_token is not None else None
+        if position is not None and (held is None or position > held):
+            self.consistency_token = token
 
     def _retry_delay_after_response(self, response: httpx.Response, attempt: int) -> float | None:
         if response.status_code not in RETRY_STATUSES:
@@ -80,6 +99,15 @@ def transport_failure(error: httpx.TransportError, call: Call[Any]) -> MemseekEr
     if isinstance(error, httpx.TimeoutException):
         return Timeout("timeout", f"{where}: {type(error).__name__}: {error}")
     return ConnectionFailed("connection_failed", f"{where}: {type(error).__name__}: {error}")
+
+
+def _wal_position(token: str) -> int | None:
+    """A token (PostgreSQL's ``X/Y`` LSN) as a number to compare; ``None`` for anything else."""
+    high, sep, low = token.partition("/")
+    try:
+        return (int(high, 16) << 32) | int(low, 16) if sep else None
+    except ValueError:
+        return None
 
 
 def _query_value(value: Any) -> str:

@@ -51,6 +51,7 @@ class AsyncMemseekClient(ClientCore, AsyncRoutes):
                 if delay is None:
                     raise transport_failure(error, call) from error
             else:
+                self._remember_position(response)
                 delay = self._retry_delay_after_response(response, attempt)
                 if delay is None:
                     return finish(call, response)

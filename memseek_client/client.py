@@ -54,6 +54,7 @@ class MemseekClient(ClientCore, SyncRoutes):
                 if delay is None:
                     raise transport_failure(error, call) from error
             else:
+                self._remember_position(response)
                 delay = self._retry_delay_after_response(response, attempt)
                 if delay is None:
                     return finish(call, response)

@@ -89,6 +89,15 @@ DEFAULTS: dict[str, object] = {
     "MCP_ALLOWED_ORIGINS": "",
     # Model providers (embeddings over HTTP, chat completions)
     "PROVIDER_TIMEOUT_S": 30,
+    # Read replicas (DATABASE_REPLICA_URLS; memseek_site.replicas, docs/replicas.md): where read
+    # routes go (read_your_writes: a replica that has replayed the caller's last write; primary:
+    # never a replica), how far a replica's replay may trail what it received before it is
+    # skipped, how long a read waits for a replica to reach its write before the primary serves
+    # it, and how long a replica that failed is left alone
+    "READ_CONSISTENCY": "read_your_writes",
+    "REPLICA_MAX_LAG_S": 10.0,
+    "REPLICA_WAIT_MS": 0,
+    "REPLICA_RETRY_S": 5.0,
 }
 
 _CEILINGS = {"API_KEY_CACHE_TTL_S": 60, "MAX_GRAPH_DEPTH": 16, "MAX_GRAPH_PATHS": 500,

@@ -39,6 +39,21 @@ def database_settings(base_dir: Path) -> dict:
     return _settings_from_url(url)
 
 
+def replica_database_settings() -> dict[str, dict]:
+    """Django ``DATABASES`` entries of ``DATABASE_REPLICA_URLS`` (comma-separated, zero or more
+    ``postgresql://`` addresses of streaming replicas): ``replica_0``, ``replica_1``, ... in that
+    order (``memseek_site.replicas``). A replica answers within ``connect_timeout`` seconds (2
+    unless its URL says) or is skipped; tests treat each as a mirror of the test database."""
+    urls = [url.strip() for url in os.environ.get("DATABASE_REPLICA_URLS", "").split(",") if url.strip()]
+    replicas = {}
+    for index, url in enumerate(urls):
+        settings = _settings_from_url(url)
+        settings["OPTIONS"].setdefault("connect_timeout", "2")
+        settings["TEST"] = {"MIRROR": "default"}
+        replicas[f"replica_{index}"] = settings
+    return replicas
+
+
 def _settings_from_url(url: str) -> dict:
     parsed = urlparse(url)
     if parsed.scheme not in ("postgres", "postgresql"):

@@ -125,6 +125,8 @@ ERROR_STATUS: dict[str, int] = {
     "retrieval_scan_limit": 400,
     "retrieval_busy": 503,
     "retrieval_inconsistency": 500,
+    # Read-your-writes: a Memseek-Consistency-Token header that is not a WAL position
+    "invalid_consistency_token": 400,
     # Dependencies
     "database_unavailable": 503,
     "embedding_unavailable": 503,

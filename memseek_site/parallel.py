@@ -25,6 +25,7 @@ from concurrent.futures import Future
 from django.db import close_old_connections, connection, connections
 
 from .conf import memseek_setting
+from .replicas import carried_to_thread
 
 _local = threading.local()
 _pool: _Pool | None = None
@@ -73,6 +74,7 @@ def run_all(tasks: Sequence[Callable[[], object]]) -> list:
     first failure, in that order, is raised once every task has finished."""
     if len(tasks) <= 1 or connection.in_atomic_block:
         return [task() for task in tasks]
+    tasks = [carried_to_thread(task) for task in tasks]  # on the server this request's reads use
     pool = _current_pool()
     if getattr(_local, "in_pool", False):
         claimables = [_Claimable(task) for task in tasks]

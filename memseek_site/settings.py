@@ -5,7 +5,7 @@ Every environment variable read here is documented in docs/configuration.md.
 import os
 from pathlib import Path
 
-from .database import database_settings
+from .database import database_settings, replica_database_settings
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -42,6 +42,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "memseek_site.query_text.QueryTextMiddleware",
+    # Last: a read retried on the primary after its replica failed re-runs only the view.
+    "memseek_site.consistency.ReadRoutingMiddleware",
 ]
 
 ROOT_URLCONF = "memseek_site.urls"
@@ -64,7 +66,15 @@ TEMPLATES = [
 
 WSGI_APPLICATION = "memseek_site.wsgi.application"
 
-DATABASES = {"default": database_settings(BASE_DIR)}
+DATABASES = {"default": database_settings(BASE_DIR), **replica_database_settings()}
+# Where each request's reads go (replicas with read-your-writes; docs/replicas.md).
+DATABASE_ROUTERS = ["memseek_site.replicas.ReplicaRouter"]
+
+# The shared cache (a workspace's last write position, for read-your-writes across processes and
+# hosts): Redis at CACHE_URL (redis://host:port/db) when set, else this process's memory.
+CACHES = {"default": ({"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                       "LOCATION": os.environ["CACHE_URL"]} if os.environ.get("CACHE_URL")
+                      else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"})}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LANGUAGE_CODE = "en-us"

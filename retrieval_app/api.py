@@ -122,6 +122,7 @@ _BudgetError = inline_serializer("ContextBudgetTooSmall", {
 
 class RetrieveView(APIView):
     capability = "read"
+    database = "read"
 
     @extend_schema(
         summary="Recall a token-budgeted MemoryContext", request=RetrieveRequestSerializer,
@@ -136,6 +137,7 @@ class RetrieveView(APIView):
 
 class ReceiptView(APIView):
     capability = "read"
+    database = "read"
 
     @extend_schema(
         summary="What one retrieval delivered",
@@ -178,6 +180,7 @@ class FeedbackSerializer(serializers.Serializer):
 
 class FeedbackView(APIView):
     capability = "write"
+    database = "write"
 
     @extend_schema(
         summary="Report the outcome of a retrieval; feeds value-aware selection",
@@ -247,6 +250,7 @@ _Evaluation = inline_serializer("Evaluation", {
 
 class EvaluateView(APIView):
     capability = "read"
+    database = "read"
 
     @extend_schema(
         summary="Measure retrieval quality: recall@k, nDCG@k and MRR over graded queries (no side effects)",

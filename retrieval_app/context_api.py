@@ -47,6 +47,7 @@ class ContextResponseSerializer(serializers.Serializer):
 
 class ContextView(APIView):
     capability = "read"
+    database = "read"
 
     @extend_schema(
         summary="Token-budgeted context for an entity and a task",

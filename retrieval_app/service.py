@@ -36,6 +36,7 @@ from catalog_app.llm import ProviderError
 from catalog_app.tasks import enqueue_touch
 from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
+from memseek_site.replicas import primary_write
 from search_app.engine.fusion import rrf_fuse
 from search_app.engine.rerank import rerank, require_rerank_model
 from search_app.engine.rows import render_row_of, rendered_score_names
@@ -315,10 +316,11 @@ def _store_receipt(workspace, request: RetrieveRequest, compiled, budget) -> Rec
               "collectionVersion": item.payload[0]["version"]["collectionVersion"], "section": name,
               "tokens": item.tokens}
              for name in SECTIONS for item in compiled.included[name]]
-    return Receipt.objects.create(
-        workspace=workspace, request_hash=hashlib.sha256(request.canonical(budget).encode("utf-8")).hexdigest(),
-        sections={name: [item.id for item in compiled.included[name]] for name in SECTIONS}, items=items,
-        total_tokens=compiled.total_tokens, token_budget=budget, mode=request.mode, raw=request.raw)
+    with primary_write():  # the one write of a read route: the receipt lives on the primary
+        return Receipt.objects.create(
+            workspace=workspace, request_hash=hashlib.sha256(request.canonical(budget).encode("utf-8")).hexdigest(),
+            sections={name: [item.id for item in compiled.included[name]] for name in SECTIONS}, items=items,
+            total_tokens=compiled.total_tokens, token_budget=budget, mode=request.mode, raw=request.raw)
 
 
 class _timer:

@@ -42,6 +42,7 @@ class CollectionListSerializer(serializers.Serializer):
 
 class CollectionListView(APIView):
     capability = "read"
+    database = "read"
 
     @extend_schema(
         operation_id="collection_list", summary="Every loaded collection version",

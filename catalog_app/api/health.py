@@ -1,11 +1,23 @@
-"""``GET /health``: database liveness, no authentication."""
+"""``GET /health``: database liveness, no authentication; with read replicas configured, each
+replica's state as the read router sees it (``memseek_site.replicas``): a replica that is down,
+lagging or not streaming is listed as such and skipped by reads, and never makes /health fail."""
 from django.db import connection
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-_HealthSerializer = inline_serializer("Health", {"ok": serializers.BooleanField(), "db": serializers.BooleanField()})
+from memseek_site.replicas import replica_aliases, replica_state
+
+_ReplicaSerializer = inline_serializer("ReplicaHealth", many=True, required=False,
+                                      help_text="only with DATABASE_REPLICA_URLS set", fields={
+    "name": serializers.CharField(help_text="replica_0, replica_1, ... in DATABASE_REPLICA_URLS order"),
+    "state": serializers.ChoiceField(["ok", "down", "lagging", "not_streaming", "not_standby"]),
+    "replay_lsn": serializers.CharField(allow_null=True, help_text="pg_last_wal_replay_lsn() (null when down)"),
+    "lag_s": serializers.FloatField(help_text="seconds its replay trails what it received (0 when caught up)")})
+_HealthSerializer = inline_serializer("Health", {
+    "ok": serializers.BooleanField(), "db": serializers.BooleanField(),
+    "replicas": _ReplicaSerializer})
 
 
 class HealthView(APIView):
@@ -20,4 +32,7 @@ class HealthView(APIView):
                 cursor.fetchone()
         except Exception:  # any database failure means "not healthy", never a 500
             return Response({"ok": False, "db": False}, status=503)
-        return Response({"ok": True, "db": True})
+        body = {"ok": True, "db": True}
+        if aliases := replica_aliases():
+            body["replicas"] = [replica_state(alias).describe() for alias in aliases]
+        return Response(body)

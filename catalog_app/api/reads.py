@@ -265,6 +265,7 @@ _ERRORS = {401: ErrorSerializer, 422: ErrorSerializer}
 
 class RecordDetailView(APIView):
     capability = "read"
+    database = "read"
 
     @extend_schema(
         operation_id="record_get", summary="Dereference one record",
@@ -279,6 +280,7 @@ class RecordDetailView(APIView):
 
 class TimelineView(APIView):
     capability = "read"
+    database = "read"
 
     @extend_schema(
         operation_id="timeline_list", summary="An entity's records, newest first",
@@ -302,6 +304,7 @@ class TimelineView(APIView):
 
 class DocumentView(APIView):
     capability = "read"
+    database = "read"
 
     @extend_schema(
         operation_id="document_get", summary="Current keyed state of an entity",
@@ -321,6 +324,7 @@ class DocumentView(APIView):
 
 class DocumentHistoryView(APIView):
     capability = "read"
+    database = "read"
 
     @extend_schema(
         operation_id="document_history_list", summary="Every version of one keyed slot, newest first",

@@ -54,6 +54,7 @@ class IngestResultSerializer(serializers.Serializer):
 
 class RecordBatchView(APIView):
     capability = "write"
+    database = "write"
 
     @extend_schema(
         summary="Write a batch of 1-100 records atomically",

@@ -63,6 +63,7 @@ def _respond(record, draft_id) -> Response:
 
 class RecordApproveView(APIView):
     capability = "review"
+    database = "write"
 
     @extend_schema(
         operation_id="record_approve", summary="Approve a pending draft",
@@ -81,6 +82,7 @@ class RecordApproveView(APIView):
 
 class RecordRejectView(APIView):
     capability = "review"
+    database = "write"
 
     @extend_schema(
         operation_id="record_reject", summary="Reject a pending draft",

@@ -6,7 +6,7 @@ from .lexical import LexicalHit, LexicalPage, LexicalResponse, LexicalTiming
 from .memory import (Brief, MemoryAround, MemoryFact, MemoryFactSource, MemoryGrep, MemoryHistory, MemoryHit,
                      MemoryKnown, MemoryLatest, MemoryLs, MemoryLsEntry, MemoryRead, MemoryVersion, MemoryWorkedOut)
 from .reads import (CollectionContract, CollectionField, CollectionList, Document, DocumentBelief, DocumentHistory,
-                    DocumentRetraction, DocumentVersion, Health, TimelinePage, TimelineRow)
+                    DocumentRetraction, DocumentVersion, Health, ReplicaHealth, TimelinePage, TimelineRow)
 from .records import IngestOutcome, IngestResult, Record, RecordInput, ReviewRecord, ReviewResult
 from .retrieval import (ContextComponents, ContextResponse, ContextSection, Evaluation, Feedback, MemoryContext,
                         MemoryContextSections, Receipt, RetrievedEntry)
@@ -20,7 +20,7 @@ __all__ = [
     "LexicalResponse", "LexicalTiming", "MemoryAround", "MemoryContext", "MemoryContextSections", "MemoryFact",
     "MemoryFactSource", "MemoryGrep", "MemoryHistory", "MemoryHit", "MemoryKnown", "MemoryLatest", "MemoryLs",
     "MemoryLsEntry", "MemoryRead", "MemoryVersion", "MemoryWorkedOut", "RankSchema",
-    "Receipt", "Record", "RecordInput", "RetrievedEntry", "ReviewRecord", "ReviewResult", "SearchHit",
-    "SearchResponse", "TimelinePage", "TimelineRow", "Tool", "ToolAnnotations", "ToolCatalog", "ToolInterface",
-    "ToolList", "ToolRoute", "ViewList", "ViewQueryResult",
+    "Receipt", "Record", "RecordInput", "ReplicaHealth", "RetrievedEntry", "ReviewRecord", "ReviewResult",
+    "SearchHit", "SearchResponse", "TimelinePage", "TimelineRow", "Tool", "ToolAnnotations", "ToolCatalog",
+    "ToolInterface", "ToolList", "ToolRoute", "ViewList", "ViewQueryResult",
 ]

@@ -8,9 +8,21 @@ from typing import Any
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ReplicaHealth:
+    """One read replica as the server's read router sees it (``state``: ok, down, lagging,
+    not_streaming or not_standby)."""
+
+    name: str
+    state: str
+    replay_lsn: str | None
+    lag_s: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Health:
     ok: bool
     db: bool
+    replicas: tuple[ReplicaHealth, ...] | None = None  # only when the server has read replicas
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

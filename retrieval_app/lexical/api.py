@@ -103,6 +103,7 @@ class LexicalResponseSerializer(serializers.Serializer):
 
 class LexicalSearchView(APIView):
     capability = "read"
+    database = "read"
     parser_classes = [LexicalJSONParser]
 
     @extend_schema(

@@ -34,6 +34,7 @@ _ToolList = inline_serializer("ToolList", {
 
 class ToolListView(APIView):
     capability = "read"
+    database = "read"
 
     @extend_schema(summary="The MCP tools of the active declaration, with bindings, routes and schemas",
                    responses={200: _ToolList, 304: None, 401: ErrorSerializer, 422: ErrorSerializer})

@@ -62,6 +62,7 @@ class McpView(APIView):
     """The JSON-RPC body is read raw (no DRF parser), after the origin and bearer checks."""
 
     capability = "read"
+    database = "write"  # on the primary: its tool calls may write (each then routed as its own route)
 
     parser_classes = ()
 

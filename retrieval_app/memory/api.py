@@ -141,6 +141,7 @@ _ERRORS = {401: ErrorSerializer, 404: ErrorSerializer, 422: ErrorSerializer}
 
 class MemoryGrepView(APIView):
     capability = "read"
+    database = "read"
 
     @extend_schema(summary="Passages holding an exact phrase, id or error code (case ignored), newest first",
                    parameters=[_query("q", "The phrase (at most MEMORY_GREP_MAX_CHARS characters).",
@@ -154,6 +155,7 @@ class MemoryGrepView(APIView):
 
 class MemoryLatestView(APIView):
     capability = "read"
+    database = "read"
 
     @extend_schema(summary="The newest passages under a path, or every passage between two dates",
                    parameters=[*_WINDOW, *_PAGE], responses={200: MemoryLatestSerializer, **_ERRORS})
@@ -163,6 +165,7 @@ class MemoryLatestView(APIView):
 
 class MemoryAroundView(APIView):
     capability = "read"
+    database = "read"
 
     @extend_schema(summary="The passages either side of one, in the same conversation",
                    parameters=[_query("path", "passages/<collection>/<entity>/<record id>.",
@@ -176,6 +179,7 @@ class MemoryAroundView(APIView):
 
 class MemoryReadView(APIView):
     capability = "read"
+    database = "read"
 
     @extend_schema(summary="One passage or fact, whole, by path",
                    parameters=[_query("path", "passages/<collection>/<entity>/<record id> or "
@@ -188,6 +192,7 @@ class MemoryReadView(APIView):
 
 class MemoryLsView(APIView):
     capability = "read"
+    database = "read"
 
     @extend_schema(summary="What exists under a path: kinds, collections, entities, passages, facts, with counts",
                    parameters=[_query("path", "A prefix (default: the root).", path_schema()), _LIMIT,
@@ -200,6 +205,7 @@ class MemoryLsView(APIView):
 
 class MemoryHistoryView(APIView):
     capability = "read"
+    database = "read"
 
     @extend_schema(summary="Every value recorded for one subject and attribute, oldest first",
                    parameters=[_query("path", "facts/<collection>/<entity>/<key>.",

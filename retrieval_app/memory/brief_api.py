@@ -76,6 +76,7 @@ class MemorySearchResponseSerializer(serializers.Serializer):
 
 class MemorySearchView(APIView):
     capability = "read"
+    database = "read"
 
     @extend_schema(
         summary="Search one person's memory: the brief, or with scope/after the ranked list",

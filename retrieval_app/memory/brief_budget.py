@@ -10,6 +10,8 @@ from datetime import datetime, timezone
 
 from django.db import connection
 
+from memseek_site.replicas import primary_write, serving
+
 from ..models import MemoryModelCalls
 
 _TABLE = MemoryModelCalls._meta.db_table
@@ -20,7 +22,8 @@ def model_call_spend(*, workspace_id: int, limit: int, now: datetime | None = No
     if limit <= 0:
         return False
     day = (now or datetime.now(timezone.utc)).astimezone(timezone.utc).date()
-    with connection.cursor() as cursor:
+    # On the primary, also when the search itself is served by a replica: the count is a write.
+    with primary_write(), connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {_TABLE} (workspace_id, day, calls) VALUES (%s, %s, 1) "
             f"ON CONFLICT (workspace_id, day) DO UPDATE SET calls = {_TABLE}.calls + 1 "
@@ -31,5 +34,6 @@ def model_call_spend(*, workspace_id: int, limit: int, now: datetime | None = No
 def model_calls_spent(*, workspace_id: int, now: datetime | None = None) -> int:
     """Calls spent today by the workspace."""
     day = (now or datetime.now(timezone.utc)).astimezone(timezone.utc).date()
-    row = MemoryModelCalls.objects.filter(workspace_id=workspace_id, day=day).values_list("calls", flat=True).first()
+    with serving("default"):  # the primary's count, which the spend above changes
+        row = MemoryModelCalls.objects.filter(workspace_id=workspace_id, day=day).values_list("calls", flat=True).first()
     return row or 0

@@ -20,6 +20,7 @@ _RankSchema = inline_serializer("RankSchema", {
 
 class RankSchemaView(APIView):
     capability = "read"
+    database = "read"
 
     @extend_schema(summary="Rank grammar, active defaults and their hash, profiles, capabilities, SearchSpec schema",
                    responses={200: _RankSchema, 401: ErrorSerializer, 422: ErrorSerializer})

@@ -17,6 +17,7 @@ _ENTITY_CHARS = 255
 
 class SearchView(APIView):
     capability = "read"
+    database = "read"
 
     @extend_schema(
         summary="Run a search (full SearchSpec)", request=SearchSpecSerializer,

@@ -21,6 +21,7 @@ _ViewResult = inline_serializer("ViewQueryResult", {
 
 class ViewListView(APIView):
     capability = "read"
+    database = "read"
 
     @extend_schema(summary="Every loaded view version and its input contract",
                    responses={200: _ViewList, 401: ErrorSerializer})
@@ -31,6 +32,7 @@ class ViewListView(APIView):
 
 class ViewQueryView(APIView):
     capability = "read"
+    database = "read"
 
     @extend_schema(summary="Run the active version of a view", request=inline_serializer(
                        "ViewParameters", {"parameter": serializers.JSONField(required=False)}),
