@@ -71,6 +71,12 @@ DEFAULTS: dict[str, object] = {
     # The share of a strong hit's score lent to the passage before and after it in its
     # conversation (retrieval_app.memory.brief_neighbours; 0 turns it off, at most 1)
     "MEMORY_NEIGHBOUR_SHARE": 0.25,
+    # Request deadlines (memseek_site.deadline, docs/bounded-work.md): every API request's time
+    # budget by route class (read: GET; search: the POST routes that take a question; bulk:
+    # writes and /evaluate). gunicorn's worker timeout is set above the longest one.
+    "REQUEST_DEADLINE_MS": 10_000,
+    "REQUEST_DEADLINE_SEARCH_MS": 10_000,
+    "REQUEST_DEADLINE_BULK_MS": 60_000,
     # Auth
     "API_KEY_CACHE_TTL_S": 60,
     # Enrichment

@@ -127,6 +127,8 @@ ERROR_STATUS: dict[str, int] = {
     "retrieval_inconsistency": 500,
     # Dependencies
     "database_unavailable": 503,
+    # The request's deadline passed (memseek_site.deadline)
+    "deadline_exceeded": 503,
     "embedding_unavailable": 503,
     # The lexical index disagreeing with itself (catalog_app.lexical): fail, never drop a candidate
     "lexical_index_inconsistent": 500,
