@@ -71,6 +71,9 @@ DEFAULTS: dict[str, object] = {
     # The share of a strong hit's score lent to the passage before and after it in its
     # conversation (retrieval_app.memory.brief_neighbours; 0 turns it off, at most 1)
     "MEMORY_NEIGHBOUR_SHARE": 0.25,
+    # How much of a question the brief's date reader reads (retrieval_app.memory.brief_dates):
+    # its cost grows with the text it reads, and a question's dates come early
+    "MEMORY_DATE_READ_CHARS": 256,
     # Request deadlines (memseek_site.deadline, docs/bounded-work.md): every API request's time
     # budget by route class (read: GET; search: the POST routes that take a question; bulk:
     # writes and /evaluate). gunicorn's worker timeout is set above the longest one.

@@ -24,6 +24,7 @@ ERROR_STATUS: dict[str, int] = {
     "uri_too_long": 414,
     "unsupported_media_type": 415,
     "bad_request": 400,
+    "invalid_encoding": 400,
     # The JSON body and query text rules (memseek_site.json_body)
     "body_too_large": 413,
     "json_too_deep": 422,
