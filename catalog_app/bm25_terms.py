@@ -17,6 +17,22 @@ def bm25_tokens(text: str) -> list[str]:
     return _TERM.findall(text.lower())
 
 
+def query_terms_check(text: str, path: str) -> None:
+    """Raise ``422 query_terms`` at ``path`` when ``text`` holds more than ``MAX_QUERY_TERMS``
+    distinct terms (runs of letters and digits, lowercased: its ``bm25_v1`` terms; its English
+    lexemes are at most twice as many). Every lexical statement reads one column per distinct
+    term, and PostgreSQL holds at most 1,664 in a statement's target list, so the limit keeps a
+    question's work bounded and every statement valid, however the text repeats itself."""
+    from memseek_site.conf import memseek_setting
+    from memseek_site.errors import ApiError
+
+    limit = memseek_setting("MAX_QUERY_TERMS")
+    count = len(set(bm25_tokens(text)))
+    if count > limit:
+        raise ApiError("query_terms", f"{path} has {count} distinct terms (runs of letters and digits); at most "
+                                      f"{limit} (MAX_QUERY_TERMS): ask with fewer words", path)
+
+
 def bm25_query_terms(text: str) -> list[str]:
     """The distinct terms of a query, in first-seen order."""
     return list(dict.fromkeys(bm25_tokens(text)))

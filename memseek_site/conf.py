@@ -31,6 +31,9 @@ DEFAULTS: dict[str, object] = {
     "TOUCH_ON_READ": True,
     # Search (views-and-search.md, reference A.5)
     "MAX_QUERY_CHARS": 8_192,
+    # Distinct terms (runs of letters and digits) a question may hold (catalog_app.bm25_terms):
+    # each costs a column of every lexical statement, and PostgreSQL caps a statement's columns
+    "MAX_QUERY_TERMS": 384,
     "SEARCH_RENDER_TOKENS": 16_000,
     "SEARCH_MAX_CONCURRENCY": 8,
     "QUERY_EMBEDDING_CACHE": 512,
@@ -96,7 +99,7 @@ DEFAULTS: dict[str, object] = {
     "PROVIDER_TIMEOUT_S": 30,
 }
 
-_CEILINGS = {"API_KEY_CACHE_TTL_S": 60, "MAX_GRAPH_DEPTH": 16, "MAX_GRAPH_PATHS": 500,
+_CEILINGS = {"MAX_QUERY_TERMS": 384, "API_KEY_CACHE_TTL_S": 60, "MAX_GRAPH_DEPTH": 16, "MAX_GRAPH_PATHS": 500,
              "MAX_DERIVATION_DEPTH": 16, "MAX_DERIVED_FROM": 256, "MEMORY_MAX_PAGE": 1000,
              "MEMORY_AROUND_MAX": 500, "MEMORY_SEARCH_HITS": 50, "MEMORY_SEARCH_FACTS": 50,
              "MEMORY_KNOWN_LINES": 200, "MEMORY_NEIGHBOUR_SHARE": 1.0}

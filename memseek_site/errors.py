@@ -74,6 +74,7 @@ ERROR_STATUS: dict[str, int] = {
     "nothing_to_retract": 409,
     # Search (views-and-search.md, reference A.1)
     "query_too_long": 422,
+    "query_terms": 422,
     "search_spec": 422,
     "search_scope": 422,
     "search_profile": 422,
