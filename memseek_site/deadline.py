@@ -113,15 +113,17 @@ def is_statement_timeout(error: BaseException) -> bool:
     return getattr(cause, "sqlstate", None) == QUERY_CANCELED
 
 
-# Transaction control always runs: a request past its deadline must still roll back.
-_TRANSACTION_CONTROL = ("SAVEPOINT", "RELEASE", "ROLLBACK", "COMMIT", "BEGIN")
+# Transaction control and SET always run as they are: a request past its deadline must still roll
+# back, and SET TRANSACTION must be its transaction's first statement (the timeout is set by the
+# statement after it); neither does work a deadline could bound.
+_PASSED_THROUGH = ("SAVEPOINT", "RELEASE", "ROLLBACK", "COMMIT", "BEGIN", "SET ")
 
 
 def _statement_under_deadline(execute, sql, params, many, context):
     left = remaining_s()
     wrapper = context["connection"]
     if (left is None or getattr(wrapper, "_memseek_deadline_busy", False)
-            or (isinstance(sql, str) and sql.lstrip()[:9].upper().startswith(_TRANSACTION_CONTROL))):
+            or (isinstance(sql, str) and sql.lstrip()[:9].upper().startswith(_PASSED_THROUGH))):
         return execute(sql, params, many, context)
     if left <= 0:
         raise exceeded("database")

@@ -27,6 +27,15 @@ def test_every_route_has_a_class(url_name, method, expected):
     assert deadline.route_class(url_name, method) == expected
 
 
+def test_set_transaction_stays_its_transactions_first_statement(transactional_db):
+    deadline.attach()
+    with deadline.deadline_scope(2.0), transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        cursor.execute("SELECT current_setting('transaction_isolation'), current_setting('statement_timeout')")
+        isolation, timeout = cursor.fetchone()
+    assert isolation == "repeatable read" and timeout != "0"
+
+
 def test_gunicorn_waits_longer_than_the_longest_deadline(settings):
     settings.MEMSEEK = {"REQUEST_DEADLINE_BULK_MS": 90_500}
     assert deadline.gunicorn_timeout_s() > 90.5
@@ -75,9 +84,10 @@ def test_an_autocommit_statement_gets_a_transaction_of_its_own(transactional_db)
     assert connection.get_autocommit() and not connection.in_atomic_block
     with deadline.deadline_scope(3.0):
         with connection.cursor() as cursor:
-            cursor.execute("SELECT current_setting('statement_timeout'), now() = statement_timestamp()")
-            setting, own_transaction = cursor.fetchone()
-    assert setting != "0" and own_transaction
+            # now() is when the transaction began: before this statement, with the set_config
+            cursor.execute("SELECT current_setting('statement_timeout'), now() < statement_timestamp()")
+            setting, began_before = cursor.fetchone()
+    assert setting != "0" and began_before
     with connection.cursor() as cursor:  # set_config(..., true) ended with that transaction
         cursor.execute("SELECT current_setting('statement_timeout')")
         assert cursor.fetchone()[0] == "0"

@@ -23,6 +23,7 @@ BENCHMARKS = {
     "mcp": "an MCP view tool call over Streamable HTTP beside the same REST call",
     "brief": "POST /memory/search: brief recall on LoCoMo and latency",
     "schema_fuzz": "schemathesis over every operation of a running server's OpenAPI document",
+    "hostile": "per route, the hostile question table's worst time beside the ordinary question's p50",
     "soak": "hostile bodies, transport cases, schemathesis and 16 writers + 8 readers through a killed worker, "
             "a restarted database and Redis, on loopback (no 5xx, nothing lost, memory under a ceiling)",
 }
