@@ -48,7 +48,7 @@ GUNICORN_TIMEOUT_MARGIN_S = 15
 QUERY_CANCELED = "57014"
 
 # The URL names (Django's ``name=``) of the routes outside the read class, by class.
-SEARCH_ROUTES = frozenset({"search", "search-lexical", "retrieve", "context", "memory-search", "view-query", "mcp"})
+SEARCH_ROUTES = frozenset({"search", "search-lexical", "retrieve", "memory-search", "view-query", "mcp"})
 BULK_ROUTES = frozenset({"records", "record-approve", "record-reject", "receipt-feedback", "evaluate"})
 CLASS_SETTINGS = {"read": "REQUEST_DEADLINE_MS", "search": "REQUEST_DEADLINE_SEARCH_MS",
                   "bulk": "REQUEST_DEADLINE_BULK_MS"}

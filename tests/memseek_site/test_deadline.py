@@ -27,6 +27,24 @@ def test_every_route_has_a_class(url_name, method, expected):
     assert deadline.route_class(url_name, method) == expected
 
 
+def test_every_post_route_is_a_search_or_a_bulk_route():
+    from django.urls import URLPattern, URLResolver, get_resolver
+    from rest_framework.views import APIView
+
+    def walk(patterns):
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                yield from walk(pattern.url_patterns)
+            elif isinstance(pattern, URLPattern):
+                yield pattern
+
+    posted = {pattern.name for pattern in walk(get_resolver().url_patterns)
+              if isinstance(getattr(pattern.callback, "cls", None), type)
+              and issubclass(pattern.callback.cls, APIView) and hasattr(pattern.callback.cls, "post")}
+    assert posted and posted <= deadline.SEARCH_ROUTES | deadline.BULK_ROUTES, posted - (
+        deadline.SEARCH_ROUTES | deadline.BULK_ROUTES)
+
+
 def test_set_transaction_stays_its_transactions_first_statement(transactional_db):
     deadline.attach()
     with deadline.deadline_scope(2.0), transaction.atomic(), connection.cursor() as cursor:
