@@ -7,8 +7,9 @@ and no year (a bare "18th", "10") are not read as dates: a question about an 18t
 not about the 18th of this month. Pure: no database, and dateparser is told the language so it
 never needs language detection (nothing is downloaded).
 
-The reader's work is bounded: only the question's first ``MEMORY_DATE_READ_CHARS`` characters
-are read (cut at a space), so a long question costs what a short one does. At the calendar's
+The reader's work is bounded: a word repeated back to back is read once, then only the first
+``MEMORY_DATE_READ_CHARS`` characters are read (cut at a space), and a phrase found several
+times is placed once, so a long or repetitive question costs what a short one does. At the calendar's
 edges a period is clamped, never overflowed: one that runs past year 9999 has an open end, and
 a phrase dateparser cannot place inside years 1-9999 is not read as a date.
 """
@@ -53,7 +54,7 @@ def question_window(question: str, reference: datetime) -> Window | None:
     except (OverflowError, ValueError):  # a phrase past the calendar's edge: none is read
         return None
     spans, phrases = [], []
-    for phrase, _ in found:
+    for phrase in dict.fromkeys(phrase for phrase, _ in found):
         if not _CALENDAR_WORD.search(phrase):
             continue
         try:
@@ -76,9 +77,15 @@ def question_window(question: str, reference: datetime) -> Window | None:
 
 
 def read_part(question: str) -> str:
-    """The part of ``question`` the date reader reads: its first ``MEMORY_DATE_READ_CHARS``
-    characters, cut back to the last space when that splits a word."""
+    """The part of ``question`` the date reader reads: the question with each run of one word
+    repeated back to back written once (words joined by single spaces when any run was
+    shortened), then its first ``MEMORY_DATE_READ_CHARS`` characters, cut back to the last
+    space when that splits a word."""
     limit = memseek_setting("MEMORY_DATE_READ_CHARS")
+    words = question.split()
+    kept = [word for index, word in enumerate(words) if index == 0 or word != words[index - 1]]
+    if len(kept) < len(words):
+        question = " ".join(kept)
     if len(question) <= limit:
         return question
     part = question[:limit]

@@ -74,5 +74,6 @@ def test_the_date_reader_reads_a_bounded_prefix_cut_at_a_space(settings):
     assert read_part("in May 2023 we moved") == "in May 2023"
     assert read_part("in May 202345 we moved") == "in May"
     assert read_part("x" * 30) == "x" * 12
+    assert read_part("may may  may\n2023 2023 may") == "may 2023 may"  # back-to-back repeats once
     reference = datetime(2026, 1, 1, tzinfo=timezone.utc)
     assert question_window("in May 2023 and in June 2024", reference).end == datetime(2023, 6, 1, tzinfo=timezone.utc)
