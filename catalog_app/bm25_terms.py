@@ -7,6 +7,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from memseek_site.conf import memseek_setting
+from memseek_site.errors import ApiError
+
 # One character of a term: a letter or a digit.
 TERM_CHARACTER = r"[^\W_]"
 _TERM = re.compile(TERM_CHARACTER + "+")
@@ -23,9 +26,6 @@ def query_terms_check(text: str, path: str) -> None:
     lexemes are at most twice as many). Every lexical statement reads one column per distinct
     term, and PostgreSQL holds at most 1,664 in a statement's target list, so the limit keeps a
     question's work bounded and every statement valid, however the text repeats itself."""
-    from memseek_site.conf import memseek_setting
-    from memseek_site.errors import ApiError
-
     limit = memseek_setting("MAX_QUERY_TERMS")
     count = len(set(bm25_tokens(text)))
     if count > limit:

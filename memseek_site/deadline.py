@@ -33,7 +33,6 @@ from django.db import connection as default_connection
 from django.db import transaction
 from django.db.backends.signals import connection_created
 from django.urls import Resolver404, resolve
-
 from rest_framework.views import APIView
 
 from .conf import memseek_setting
@@ -122,23 +121,18 @@ _PASSED_THROUGH = ("SAVEPOINT", "RELEASE", "ROLLBACK", "COMMIT", "BEGIN", "SET "
 def _statement_under_deadline(execute, sql, params, many, context):
     left = remaining_s()
     wrapper = context["connection"]
-    if (left is None or getattr(wrapper, "_memseek_deadline_busy", False)
-            or (isinstance(sql, str) and sql.lstrip()[:9].upper().startswith(_PASSED_THROUGH))):
+    if left is None or (isinstance(sql, str) and sql.lstrip()[:9].upper().startswith(_PASSED_THROUGH)):
         return execute(sql, params, many, context)
     if left <= 0:
         raise exceeded("database")
     # At least 1 ms: 0 would mean "no timeout" to PostgreSQL.
     timeout_ms = max(1, int(left * 1000))
-    wrapper._memseek_deadline_busy = True
-    try:
-        if wrapper.in_atomic_block or not wrapper.get_autocommit():
-            _set_timeout(wrapper, timeout_ms)
-            return execute(sql, params, many, context)
-        with transaction.atomic(using=wrapper.alias):
-            _set_timeout(wrapper, timeout_ms)
-            return execute(sql, params, many, context)
-    finally:
-        wrapper._memseek_deadline_busy = False
+    if wrapper.in_atomic_block or not wrapper.get_autocommit():
+        _set_timeout(wrapper, timeout_ms)
+        return execute(sql, params, many, context)
+    with transaction.atomic(using=wrapper.alias):
+        _set_timeout(wrapper, timeout_ms)
+        return execute(sql, params, many, context)
 
 
 def _set_timeout(wrapper, timeout_ms: int) -> None:

@@ -8,8 +8,17 @@ import json
 
 import pytest
 
-from bench.hostile_texts import (ENTITY, HOSTILE, INVALID_UTF8_BODY, INVALID_UTF8_QUERY, MCP_TOOLS, ORDINARY, ROUTES,
-                                 acceptable, mcp_call)
+from bench.hostile_texts import (
+    ENTITY,
+    HOSTILE,
+    INVALID_UTF8_BODY,
+    INVALID_UTF8_QUERY,
+    MCP_TOOLS,
+    ORDINARY,
+    ROUTES,
+    acceptable,
+    mcp_call,
+)
 from catalog_app.services.enrichment import records_enrich
 
 RECORDS = [
@@ -43,7 +52,8 @@ def test_every_hostile_text_on_every_route_answers_a_json_envelope(loaded, route
     method, path, build = ROUTES[route]
     ordinary = _send(loaded, method, path, build(ORDINARY))
     assert ordinary.status_code == 200, ordinary.content  # the route works: the table tests text, not setup
-    failures = {name: why for name, text in HOSTILE.items() if (why := _broken(_send(loaded, method, path, build(text))))}
+    failures = {name: why for name, text in HOSTILE.items()
+                if (why := _broken(_send(loaded, method, path, build(text)))) is not None}
     assert failures == {}
 
 
@@ -79,3 +89,15 @@ def test_invalid_utf8_in_a_post_body_is_a_4xx_envelope(loaded, route, raw):
     _, path, _ = ROUTES[route]
     response = loaded.post(path, data=raw, content_type="application/json")
     assert 400 <= response.status_code < 500 and _broken(response) is None, response.content
+
+
+@pytest.mark.parametrize("route, path", [("search_text", "q"), ("search_hybrid", "q"), ("retrieve", "query"),
+                                         ("memory_search", "query"), ("context", "task")])
+def test_a_question_of_too_many_distinct_terms_is_422_at_its_field(loaded, settings, route, path):
+    settings.MEMSEEK = {"MAX_QUERY_TERMS": 20}
+    method, url, build = ROUTES[route]
+    words = HOSTILE["distinct_words_max_length"].split()
+    assert _send(loaded, method, url, build(" ".join(words[:20] * 5))).status_code == 200  # 20 distinct: allowed
+    response = _send(loaded, method, url, build(" ".join(words[:21])))
+    assert response.status_code == 422, response.content
+    assert (response.json()["error"], response.json()["path"]) == ("query_terms", path)
