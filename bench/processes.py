@@ -65,10 +65,10 @@ class Server:
     connection per request (sync workers close every one), safe to call from many client
     threads."""
 
-    def __init__(self, *, workers: int, env: dict):
+    def __init__(self, *, workers: int, env: dict, wsgi_module: str = "memseek_site.wsgi"):
         self.port = free_port()
         self.log = tempfile.NamedTemporaryFile(prefix="memseek-bench-search-gunicorn-", suffix=".log", delete=False)
-        self.command = [sys.executable, "-m", "gunicorn", "memseek_site.wsgi", "--bind", f"127.0.0.1:{self.port}",
+        self.command = [sys.executable, "-m", "gunicorn", wsgi_module, "--bind", f"127.0.0.1:{self.port}",
                         "--workers", str(workers), "--worker-class", "sync", "--timeout", "300",
                         "--backlog", "256", "--log-level", "warning",
                         # As quickstart: the API's own MAX_URL_BYTES answers an over-long URL (414 in the

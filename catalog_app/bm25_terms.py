@@ -7,6 +7,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from memseek_site.conf import memseek_setting
+from memseek_site.errors import ApiError
+
 # One character of a term: a letter or a digit.
 TERM_CHARACTER = r"[^\W_]"
 _TERM = re.compile(TERM_CHARACTER + "+")
@@ -15,6 +18,19 @@ _TERM = re.compile(TERM_CHARACTER + "+")
 def bm25_tokens(text: str) -> list[str]:
     """Every term of ``text`` in order (duplicates kept): runs of letters and digits, lowercased."""
     return _TERM.findall(text.lower())
+
+
+def query_terms_check(text: str, path: str) -> None:
+    """Raise ``422 query_terms`` at ``path`` when ``text`` holds more than ``MAX_QUERY_TERMS``
+    distinct terms (runs of letters and digits, lowercased: its ``bm25_v1`` terms; its English
+    lexemes are at most twice as many). Every lexical statement reads one column per distinct
+    term, and PostgreSQL holds at most 1,664 in a statement's target list, so the limit keeps a
+    question's work bounded and every statement valid, however the text repeats itself."""
+    limit = memseek_setting("MAX_QUERY_TERMS")
+    count = len(set(bm25_tokens(text)))
+    if count > limit:
+        raise ApiError("query_terms", f"{path} has {count} distinct terms (runs of letters and digits); at most "
+                                      f"{limit} (MAX_QUERY_TERMS): ask with fewer words", path)
 
 
 def bm25_query_terms(text: str) -> list[str]:

@@ -31,6 +31,9 @@ DEFAULTS: dict[str, object] = {
     "TOUCH_ON_READ": True,
     # Search (views-and-search.md, reference A.5)
     "MAX_QUERY_CHARS": 8_192,
+    # Distinct terms (runs of letters and digits) a question may hold (catalog_app.bm25_terms):
+    # each costs a column of every lexical statement, and PostgreSQL caps a statement's columns
+    "MAX_QUERY_TERMS": 384,
     "SEARCH_RENDER_TOKENS": 16_000,
     "SEARCH_MAX_CONCURRENCY": 8,
     "QUERY_EMBEDDING_CACHE": 512,
@@ -71,6 +74,15 @@ DEFAULTS: dict[str, object] = {
     # The share of a strong hit's score lent to the passage before and after it in its
     # conversation (retrieval_app.memory.brief_neighbours; 0 turns it off, at most 1)
     "MEMORY_NEIGHBOUR_SHARE": 0.25,
+    # How much of a question the brief's date reader reads (retrieval_app.memory.brief_dates):
+    # its cost grows with the text it reads, and a question's dates come early
+    "MEMORY_DATE_READ_CHARS": 256,
+    # Request deadlines (memseek_site.deadline, docs/bounded-work.md): every API request's time
+    # budget by route class (read: GET; search: the POST routes that take a question; bulk:
+    # writes and /evaluate). gunicorn's worker timeout is set above the longest one.
+    "REQUEST_DEADLINE_MS": 10_000,
+    "REQUEST_DEADLINE_SEARCH_MS": 10_000,
+    "REQUEST_DEADLINE_BULK_MS": 60_000,
     # Auth
     "API_KEY_CACHE_TTL_S": 60,
     # Enrichment
@@ -100,7 +112,7 @@ DEFAULTS: dict[str, object] = {
     "REPLICA_RETRY_S": 5.0,
 }
 
-_CEILINGS = {"API_KEY_CACHE_TTL_S": 60, "MAX_GRAPH_DEPTH": 16, "MAX_GRAPH_PATHS": 500,
+_CEILINGS = {"MAX_QUERY_TERMS": 384, "API_KEY_CACHE_TTL_S": 60, "MAX_GRAPH_DEPTH": 16, "MAX_GRAPH_PATHS": 500,
              "MAX_DERIVATION_DEPTH": 16, "MAX_DERIVED_FROM": 256, "MEMORY_MAX_PAGE": 1000,
              "MEMORY_AROUND_MAX": 500, "MEMORY_SEARCH_HITS": 50, "MEMORY_SEARCH_FACTS": 50,
              "MEMORY_KNOWN_LINES": 200, "MEMORY_NEIGHBOUR_SHARE": 1.0}

@@ -2,10 +2,12 @@
 
 An ``ApiError`` of any subclass answers with the status ``ERROR_STATUS`` gives its code; DRF's
 own exceptions map to the codes below; a database that cannot be reached (or drops the
-connection mid-request) is ``503 database_unavailable`` with ``Retry-After``; anything else is a
-logged ``internal_error``. A 401 carries ``WWW-Authenticate: Bearer`` (RFC 6750), with
-``error="invalid_token"`` when a key was sent, so a client shows "wrong key", not an OAuth
-sign-in. Django discards a connection that failed when the request ends, so the
+connection mid-request) is ``503 database_unavailable`` with ``Retry-After``; a statement
+PostgreSQL cancelled at the request's deadline is ``503 deadline_exceeded``, also with
+``Retry-After`` (``memseek_site.deadline``); anything else is a logged ``internal_error``. A 401
+carries ``WWW-Authenticate: Bearer`` (RFC 6750), with ``error="invalid_token"`` when a key was
+sent, so a client shows "wrong key", not an OAuth sign-in. Django discards a connection that
+failed when the request ends, so the
 next request reconnects by itself once the database is back.
 """
 from __future__ import annotations
@@ -17,6 +19,7 @@ from django.http import Http404
 from rest_framework import exceptions as drf_exceptions
 from rest_framework.response import Response
 
+from . import deadline
 from .errors import ERROR_STATUS, ApiError
 
 logger = logging.getLogger(__name__)
@@ -32,7 +35,10 @@ def error_response(error: ApiError) -> Response:
         # caller: that is a bug, not a client mistake.
         logger.error("unregistered error code %r reached the API: %s", error.code, error.detail)
         error = ApiError("internal_error", "An unexpected error occurred.")
-    return Response(error.envelope(), status=ERROR_STATUS[error.code])
+    response = Response(error.envelope(), status=ERROR_STATUS[error.code])
+    if error.code == "deadline_exceeded":
+        response["Retry-After"] = str(deadline.RETRY_AFTER_S)
+    return response
 
 
 def api_exception_handler(exc, context):
@@ -57,6 +63,8 @@ def _rendered(exc, context) -> Response:
         return error_response(ApiError("unsupported_media_type", str(exc.detail)))
     if isinstance(exc, (Http404, drf_exceptions.NotFound)):
         return error_response(ApiError("not_found", "No such route or object."))
+    if isinstance(exc, OperationalError) and deadline.is_statement_timeout(exc):
+        return error_response(deadline.exceeded("database"))
     if isinstance(exc, (OperationalError, InterfaceError)):
         logger.warning("database unavailable: %s", exc)
         response = error_response(ApiError("database_unavailable", "The database cannot be reached; retry in a few "

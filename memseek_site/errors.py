@@ -25,6 +25,7 @@ ERROR_STATUS: dict[str, int] = {
     "uri_too_long": 414,
     "unsupported_media_type": 415,
     "bad_request": 400,
+    "invalid_encoding": 400,
     # The JSON body and query text rules (memseek_site.json_body)
     "body_too_large": 413,
     "json_too_deep": 422,
@@ -74,6 +75,7 @@ ERROR_STATUS: dict[str, int] = {
     "nothing_to_retract": 409,
     # Search (views-and-search.md, reference A.1)
     "query_too_long": 422,
+    "query_terms": 422,
     "search_spec": 422,
     "search_scope": 422,
     "search_profile": 422,
@@ -129,6 +131,8 @@ ERROR_STATUS: dict[str, int] = {
     "invalid_consistency_token": 400,
     # Dependencies
     "database_unavailable": 503,
+    # The request's deadline passed (memseek_site.deadline)
+    "deadline_exceeded": 503,
     "embedding_unavailable": 503,
     # The lexical index disagreeing with itself (catalog_app.lexical): fail, never drop a candidate
     "lexical_index_inconsistent": 500,

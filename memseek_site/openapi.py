@@ -58,13 +58,26 @@ def postprocess_transport_rules(result, generator, **kwargs):
 
 
 def _document_transport_answers(operation: dict) -> None:
-    """Every route may answer an over-long URL (414 uri_too_long) and, when it takes a body, an
-    over-large one (413 body_too_large), before it runs; say so where it does not already."""
+    """Every route may answer an over-long URL (414 uri_too_long), a request past its deadline
+    (503 deadline_exceeded, ``memseek_site.deadline``) and, when it takes a body, an over-large
+    one (413 body_too_large), or, when it takes query parameters, a query string that is not
+    UTF-8 (400 invalid_encoding); say so where it does not already."""
     answers = operation.setdefault("responses", {})
     envelope = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
     answers.setdefault("414", {**envelope, "description": "uri_too_long: the request target passes MAX_URL_BYTES."})
     if "requestBody" in operation:
         answers.setdefault("413", {**envelope, "description": "body_too_large: the body passes MAX_BODY_BYTES."})
+    if any(parameter.get("in") == "query" for parameter in operation.get("parameters", [])):
+        _add_answer(answers, "400", envelope, "invalid_encoding: the query string is not UTF-8.")
+    _add_answer(answers, "503", envelope, "deadline_exceeded: the request ran past its route class's deadline "
+                                          "(REQUEST_DEADLINE_MS and its overrides); retry after Retry-After.")
+
+
+def _add_answer(answers: dict, status: str, envelope: dict, description: str) -> None:
+    """``status`` documented with ``description``, added to the one already there if any."""
+    answer = answers.setdefault(status, {**envelope, "description": ""})
+    if description not in answer.get("description", ""):
+        answer["description"] = f"{answer['description']} {description}".strip()
 
 
 def _apply(schema, components: dict, seen: set[int]) -> None:

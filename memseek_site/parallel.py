@@ -17,6 +17,7 @@ pool whose every thread is busy fanning out cannot deadlock; idle threads take t
 """
 from __future__ import annotations
 
+import contextvars
 import queue
 import threading
 from collections.abc import Callable, Sequence
@@ -24,6 +25,7 @@ from concurrent.futures import Future
 
 from django.db import close_old_connections, connection, connections
 
+from . import deadline
 from .conf import memseek_setting
 from .replicas import carried_to_thread
 
@@ -59,7 +61,7 @@ class _Pool:
 
     def submit(self, task: Callable[[], object]) -> Future:
         future: Future = Future()
-        self.tasks.put((future, task))
+        self.tasks.put((future, _in_callers_context(task)))
         return future
 
     def stop(self) -> None:
@@ -106,6 +108,18 @@ class _Claimable:
                 self.future.set_result(self.task())
             except BaseException as error:  # handed to the thread that offered it
                 self.future.set_exception(error)
+
+
+def _in_callers_context(task: Callable[[], object]) -> Callable[[], object]:
+    """``task`` run in a copy of the submitting thread's context (its request's deadline,
+    ``memseek_site.deadline``), on a connection that enforces that deadline."""
+    context = contextvars.copy_context()
+
+    def run():
+        deadline.attach()
+        return context.run(task)
+
+    return run
 
 
 def shutdown() -> None:

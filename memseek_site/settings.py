@@ -32,6 +32,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "memseek_site.api_envelope.NoStoreMiddleware",
     "memseek_site.api_envelope.UriLengthMiddleware",
+    "memseek_site.deadline.DeadlineMiddleware",
     "memseek_site.console_policy.ContentSecurityPolicyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

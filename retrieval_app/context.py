@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from django.db.models import F
 from django.db.models.expressions import RawSQL
 
+from catalog_app.bm25_terms import query_terms_check
 from catalog_app.catalog.registry import Catalog
 from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.models import Record
@@ -216,6 +217,7 @@ def _checked(entity, task, budget, fence_tag, fence_preamble) -> tuple[str, str,
     max_chars = memseek_setting("MAX_QUERY_CHARS")
     if len(task) > max_chars:
         raise fail("task", f"has {len(task)} characters; at most {max_chars} (MAX_QUERY_CHARS)", "query_too_long")
+    query_terms_check(task, "task")
     budget = parse_int(budget, "budget", minimum=1, maximum=memseek_setting("MODEL_CONTEXT_TOKENS"))
     if fence_tag is None:
         if fence_preamble is not None:

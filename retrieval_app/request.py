@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from catalog_app.bm25_terms import query_terms_check
 from catalog_app.catalog.hashing import canonical_json
 from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
@@ -80,6 +81,7 @@ def parse_retrieve_request(raw) -> RetrieveRequest:
     limit = memseek_setting("MAX_QUERY_CHARS")
     if len(query) > limit:
         raise ApiError("query_too_long", f"query has {len(query)} characters; at most {limit}", path="query")
+    query_terms_check(query, "query")
     if "entity" in doc and "entities" in doc:
         raise fail("entity", "send entity or entities, not both")
     entities = None

@@ -12,9 +12,11 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from functools import partial
 
+from catalog_app.bm25_terms import query_terms_check
 from catalog_app.catalog.registry import Catalog
 from catalog_app.embedding import embed_query
 from catalog_app.llm import ProviderError
+from memseek_site import deadline
 from memseek_site.conf import memseek_setting
 from memseek_site.parallel import run_all
 
@@ -38,6 +40,8 @@ def run_search(*, workspace, spec: SearchSpec, catalog: Catalog, view: bool = Fa
     """Run ``spec`` for ``workspace``, its stages reported to ``trace`` (``engine.trace``). Raises
     ``ResolveError`` for catalog problems and ``ApiError`` for unavailable dependencies, model
     failures and non-finite rank values."""
+    if spec.q is not None:
+        query_terms_check(spec.q, "q")
     with trace.stage("resolve"):
         resolved = resolve_search(spec, catalog, view=view)
     models = catalog.value("models", "models")
@@ -51,10 +55,12 @@ def run_search(*, workspace, spec: SearchSpec, catalog: Catalog, view: bool = Fa
         boost_walk = graph_boost_walk(workspace=workspace, catalog=catalog, graph=gb.graph, anchor=gb.anchor,
                                       depth=gb.depth, limit=gb.limit)
     context = _context(workspace, spec, catalog, resolved, trace)
+    deadline.check("search: query vector")
     now = datetime.now(timezone.utc)
     score_names = rendered_score_names(catalog)
     runs = _run_sources(resolved, lambda source: _run_source(spec, source, context, now, models, score_names,
                                                                      trace))
+    deadline.check("search: sources")
     if spec.fused:
         with trace.stage("fuse"):
             pool, ranking = fused_pool(spec, runs, now)

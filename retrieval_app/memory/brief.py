@@ -102,7 +102,8 @@ def _narrowed(request: MemorySearchRequest, asked: Window | None):
     if asked is None:
         return start, end
     start = asked.start if start is None else max(start, asked.start)
-    end = asked.end if end is None else min(end, asked.end)
+    if asked.end is not None:
+        end = asked.end if end is None else min(end, asked.end)
     return start, end
 
 
@@ -115,7 +116,8 @@ def _search(workspace, catalog, request: MemorySearchRequest, start, end, hits_k
     if not collections or (start is not None and end is not None and start >= end):
         return [], []
     window = {}
-    if start is not None:
+    if start is not None and start > datetime.min.replace(tzinfo=timezone.utc):
+        # From the calendar's first instant on is no bound at all (and has no instant before it).
         window["occurred_after"] = (start - _MICRO).isoformat()
     if end is not None:
         window["occurred_before"] = end.isoformat()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from catalog_app.bm25_terms import query_terms_check
 from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
 from memseek_site.parsing import fail, parse_object, parse_string
@@ -37,6 +38,7 @@ def parse_memory_search(raw) -> MemorySearchRequest:
     limit = memseek_setting("MAX_QUERY_CHARS")
     if len(query) > limit:
         raise ApiError("query_too_long", f"query has {len(query)} characters; at most {limit}", path="query")
+    query_terms_check(query, "query")
     entity = parse_string(doc["entity"], "entity", max_length=ENTITY_CHARS) if "entity" in doc else None
     scope = None
     if "scope" in doc:

@@ -226,10 +226,12 @@ def test_a_percent_encoded_nul_is_rejected_in_the_raw_query_string(api, catalog)
     assert response.status_code == 422 and response.json()["path"] == "entity"
 
 
-def test_an_encoded_surrogate_in_a_query_string_reads_as_a_replacement_character(api, catalog):
-    # Query strings are decoded as UTF-8 with replacement, so no lone surrogate reaches a view.
+def test_an_encoded_surrogate_in_a_query_string_is_400_at_its_parameter(api, catalog):
+    # Query strings are decoded strictly (memseek_site.query_text): CESU-8's encoded surrogate is
+    # not UTF-8, so it is refused rather than searched for as a replacement character.
     response = api.get("/timeline?entity=%ED%A0%80")
-    assert response.status_code == 200 and response.json()["records"] == []
+    assert response.status_code == 400
+    assert (response.json()["error"], response.json()["path"]) == ("invalid_encoding", "entity")
 
 
 @pytest.mark.parametrize(("method", "url", "path"), [

@@ -26,6 +26,7 @@ BENCHMARKS = {
     "brief": "POST /memory/search: brief recall on LoCoMo and latency",
     "schema_fuzz": "schemathesis over every operation of a running server's OpenAPI document",
     "replicas": "reads on a streaming replica beside the primary, the read-your-writes check's cost, lag under ingest",
+    "hostile": "per route, the hostile question table's worst time beside the ordinary question's p50",
     "soak": "hostile bodies, transport cases, schemathesis and 16 writers + 8 readers through a killed worker, "
             "a restarted database and Redis, on loopback (no 5xx, nothing lost, memory under a ceiling)",
     "failover": "synchronous mode's commit latency and throughput beside synchronous_commit=local, "

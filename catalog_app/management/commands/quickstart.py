@@ -15,6 +15,7 @@ from catalog_app.models import Workspace
 from catalog_app.services.catalog_load import catalog_load
 from catalog_app.services.record_ingest import record_ingest_batch
 from catalog_app.services.workspaces import api_key_create, workspace_create
+from memseek_site.deadline import gunicorn_timeout_s
 
 DEMO_WORKSPACE = "demo"
 
@@ -81,9 +82,12 @@ def database_note(database: dict, base_dir: Path) -> str:
 def gunicorn_argv(addrport: str, workers: int) -> list[str]:
     """The command line that serves the API on ``addrport`` (``host:port``) with ``workers``
     sync workers, access log on standard output. gunicorn's own request-line limit is off (its
-    maximum, 8,190 bytes, is below ``MAX_URL_BYTES``), so the API's 414 answers an over-long URL."""
+    maximum, 8,190 bytes, is below ``MAX_URL_BYTES``), so the API's 414 answers an over-long URL.
+    Its worker timeout is above the longest request deadline, so a request that runs out of time
+    answers ``503 deadline_exceeded`` from a live worker instead of gunicorn killing it."""
     return [sys.executable, "-m", "gunicorn", "memseek_site.wsgi", "--bind", addrport,
-            "--workers", str(max(1, workers)), "--access-logfile", "-", "--limit-request-line", "0"]
+            "--workers", str(max(1, workers)), "--access-logfile", "-", "--limit-request-line", "0",
+            "--timeout", str(gunicorn_timeout_s())]
 
 
 def gunicorn_environment(environ, workers: int) -> dict[str, str]:
