@@ -21,8 +21,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
+from prometheus_client import CollectorRegistry, Counter, Histogram, multiprocess
 from prometheus_client.core import REGISTRY, GaugeMetricFamily
+from prometheus_client.exposition import choose_encoder
 
 logger = logging.getLogger(__name__)
 
@@ -109,16 +110,18 @@ class _GaugeSources:
             yield family
 
 
-def scrape() -> bytes:
-    """The text exposition of every instrument (summed over all processes when
-    ``PROMETHEUS_MULTIPROC_DIR`` is set) and of every gauge source, read now."""
+def scrape(accept: str = "") -> tuple[bytes, str]:
+    """The exposition of every instrument (summed over all processes when
+    ``PROMETHEUS_MULTIPROC_DIR`` is set) and of every gauge source, read now, with its content
+    type: OpenMetrics when the ``accept`` header asks for it, else the Prometheus text format."""
     registry = CollectorRegistry()
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         multiprocess.MultiProcessCollector(registry)
     else:
         registry.register(_ThisProcess())
     registry.register(_GaugeSources())
-    return generate_latest(registry)
+    encoder, content_type = choose_encoder(accept)
+    return encoder(registry), content_type
 
 
 class _ThisProcess:

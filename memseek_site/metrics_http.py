@@ -13,7 +13,6 @@ import time
 
 from django.db import connection
 from django.http import HttpResponse, JsonResponse
-from prometheus_client import CONTENT_TYPE_LATEST
 
 from .conf import memseek_setting
 from .errors import ApiError
@@ -75,7 +74,8 @@ def metrics_view(request):
     if not key or not hmac.compare_digest(presented.encode(), f"Bearer {key}".encode()):
         return _refused(ApiError("unauthorized", "GET /metrics needs the header Authorization: Bearer <METRICS_KEY> "
                                                  "(the metrics key, not a workspace key)."))
-    return HttpResponse(scrape(), content_type=CONTENT_TYPE_LATEST)
+    body, content_type = scrape(request.headers.get("Accept", ""))
+    return HttpResponse(body, content_type=content_type)
 
 
 def _refused(error: ApiError) -> JsonResponse:

@@ -62,6 +62,15 @@ def test_enabled_without_a_key_refuses_every_scrape():
             assert Client().get("/metrics", HTTP_AUTHORIZATION=header).status_code == 401
 
 
+def test_openmetrics_is_answered_when_asked_for():
+    with override_settings(MEMSEEK=ON):
+        response = Client().get("/metrics", HTTP_AUTHORIZATION=f"Bearer {KEY}",
+                                HTTP_ACCEPT="application/openmetrics-text; version=1.0.0")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("application/openmetrics-text")
+    assert response.content.rstrip().endswith(b"# EOF")
+
+
 def test_only_get_is_served():
     with override_settings(MEMSEEK=ON):
         response = Client().post("/metrics", HTTP_AUTHORIZATION=f"Bearer {KEY}")
