@@ -113,7 +113,8 @@ def test_query_text_is_recorded_only_when_content_capture_is_on(spans, workspace
 
 
 @pytest.mark.parametrize("environment, requested", [
-    ({}, False), ({"OTEL_TRACES_EXPORTER": "none"}, False), ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}, True),
+    ({}, False), ({"OTEL_TRACES_EXPORTER": "none"}, False),
+    ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"}, True),
     ({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_TRACES_EXPORTER": "none"}, False),
     ({"OTEL_TRACES_EXPORTER": "console"}, True)])
 def test_tracing_is_off_unless_the_environment_asks(monkeypatch, environment, requested):
