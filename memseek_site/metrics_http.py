@@ -2,7 +2,8 @@
 
 ``RequestMetricsMiddleware`` times every request and the database statements issued on its
 thread, labelled by the route *pattern* Django resolved (``/views/<str:name>/query``, never the
-raw path, so the label set stays bounded) or ``unmatched``. The route is off unless
+raw path, so the label set stays bounded) or ``unmatched``, and by method (any method outside
+``KNOWN_METHODS`` is ``other``). The route is off unless
 ``METRICS_ENABLED``; when on it answers only ``Authorization: Bearer <METRICS_KEY>``, so it is
 never open on the API port without a key (an empty ``METRICS_KEY`` refuses every scrape).
 """
@@ -17,6 +18,12 @@ from django.http import HttpResponse, JsonResponse
 from .conf import memseek_setting
 from .errors import ApiError
 from .metrics import HTTP_DB_DURATION, HTTP_DB_STATEMENTS, HTTP_DURATION, HTTP_REQUESTS, ROUTE_UNMATCHED, scrape
+
+
+# A client may send any method token; only these become label values, so no caller can grow
+# the number of series.
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+OTHER_METHOD = "other"
 
 
 class _StatementTimer:
@@ -51,7 +58,8 @@ class RequestMetricsMiddleware:
         elapsed = time.perf_counter() - started
         match = getattr(request, "resolver_match", None)
         route = f"/{match.route}" if match is not None else ROUTE_UNMATCHED
-        labels = (route, request.method, str(response.status_code))
+        method = request.method if request.method in KNOWN_METHODS else OTHER_METHOD
+        labels = (route, method, str(response.status_code))
         HTTP_REQUESTS.labels(*labels).inc()
         HTTP_DURATION.labels(*labels).observe(elapsed)
         HTTP_DB_DURATION.labels(route).observe(timer.seconds)

@@ -106,6 +106,17 @@ def test_requests_are_counted_by_route_pattern_and_status_with_database_time(api
     assert routes <= {"unmatched"} | {route for route in routes if route.startswith("/")}
 
 
+def test_unknown_methods_share_one_label_value():
+    client = Client()
+    with override_settings(MEMSEEK=ON):
+        for method in ("FROBNICATE", "X" * 300):
+            client.generic(method, "/health")
+        samples = scrape(client)
+    methods = {dict(labels)["method"] for labels in samples["memseek_http_requests_total"]}
+    assert "other" in methods
+    assert methods <= {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "other"}
+
+
 def test_backlog_and_slot_gauges_are_read_at_scrape_time(api, catalog):
     client = Client()
     with override_settings(MEMSEEK={**ON, "LEXICAL_RETRIEVAL_SLOTS": 3}):
