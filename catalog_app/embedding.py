@@ -16,6 +16,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 from memseek_site.conf import memseek_setting
+from memseek_site.metrics import model_call_counted
 
 from .catalog.hashing import canonical_json
 from .catalog.models_conf import EmbeddingConfig
@@ -59,11 +60,13 @@ def embed_texts(config: EmbeddingConfig, texts: Sequence[str]) -> list[list[floa
     vectors: list[list[float] | None] = [None] * len(prepared)
     for positions in calls:
         chunk = [prepared[index] for index in positions]
-        raw = _local_embed(runtime, chunk) if local else _http_embed(config, chunk)
-        if len(raw) != len(chunk):
-            raise EmbeddingUnavailable("embedding_unavailable",
-                                       f"the provider returned {len(raw)} vectors for {len(chunk)} texts")
-        for index, vector in zip(positions, _checked_units(raw, config.dimensions)):
+        with model_call_counted("embedding", "local" if local else config.provider.name):
+            raw = _local_embed(runtime, chunk) if local else _http_embed(config, chunk)
+            if len(raw) != len(chunk):
+                raise EmbeddingUnavailable("embedding_unavailable",
+                                           f"the provider returned {len(raw)} vectors for {len(chunk)} texts")
+            units = _checked_units(raw, config.dimensions)
+        for index, vector in zip(positions, units):
             vectors[index] = vector
     return vectors
 

@@ -20,6 +20,7 @@ from types import MappingProxyType
 
 from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
+from memseek_site.metrics import model_call_counted
 
 from .catalog.models_conf import ModelsConfig, Provider
 
@@ -153,12 +154,14 @@ def chat_complete(*, models: ModelsConfig, alias: str, messages: Sequence[Mappin
         body = _chat_body(provider, model, messages, config.temperature, max_output_tokens or config.max_output_tokens,
                           output_schema, schema_name)
         try:
-            answer = post_json(f"{provider.base_url}/chat/completions", body, api_key_env=provider.api_key_env,
-                               timeout_s=timeout)
+            with model_call_counted("chat", provider_name):
+                answer = post_json(f"{provider.base_url}/chat/completions", body, api_key_env=provider.api_key_env,
+                                   timeout_s=timeout)
+                reply = _reply(answer, f"{provider_name}:{model}")
         except (ProviderTimeout, ProviderTransport, ProviderUnconfigured) as error:
             last_error = error
             continue
-        return _reply(answer, f"{provider_name}:{model}")
+        return reply
     raise last_error
 
 

@@ -99,6 +99,9 @@ DEFAULTS: dict[str, object] = {
     "SCORER_TEXT_CHARS": 12_000,
     # MCP: the browser origins allowed to call /mcp, comma-separated (requests without Origin pass)
     "MCP_ALLOWED_ORIGINS": "",
+    # GET /metrics (docs/metrics.md): off unless enabled, and then only with this bearer key
+    "METRICS_ENABLED": False,
+    "METRICS_KEY": "",
     # Model providers (embeddings over HTTP, chat completions)
     "PROVIDER_TIMEOUT_S": 30,
     # Read replicas (DATABASE_REPLICA_URLS; memseek_site.replicas, docs/replicas.md): where read

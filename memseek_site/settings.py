@@ -30,6 +30,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: its latency is the whole of Django's work on the request, refusals included.
+    "memseek_site.metrics_http.RequestMetricsMiddleware",
     "memseek_site.api_envelope.NoStoreMiddleware",
     "memseek_site.api_envelope.UriLengthMiddleware",
     "memseek_site.deadline.DeadlineMiddleware",

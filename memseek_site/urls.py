@@ -3,6 +3,8 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from .metrics_http import metrics_view
+
 # The operator console is one URL namespace (``console:…``) made of each app's screens, so a
 # template links to any console page by the console's own name, never by an app's.
 CONSOLE = [path("", include("catalog_app.ui.urls")), path("", include("search_app.ui.urls"))]
@@ -15,6 +17,7 @@ urlpatterns = [
     path("console/", include((CONSOLE, "console"))),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("metrics", metrics_view, name="metrics"),
     path("", include("catalog_app.urls")),
     path("", include("search_app.urls")),
     path("", include("retrieval_app.urls")),

@@ -10,6 +10,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from catalog_app.api.schema import ErrorSerializer, SchemaField, closed_request
+from memseek_site.tracing import RECORD_COUNT, memory_operation
+from search_app.stage_spans import request_trace
 from memseek_site.conf import memseek_setting
 from memseek_site.parsing import PUBLIC_NAME, int_schema, parse_query, parse_uuid, string_schema
 
@@ -132,7 +134,13 @@ class RetrieveView(APIView):
             "query": "What did Maria say about the Q3 budget?", "entity": "contact.maria", "tokenBudget": 2000,
             "explain": True})])
     def post(self, request):
-        return Response(retrieve(workspace=request.auth, request=request.data))
+        body = request.data
+        query = body.get("query") if isinstance(body, dict) and isinstance(body.get("query"), str) else None
+        with memory_operation("search_memory", store_id=request.auth.name, query=query) as span:
+            result = retrieve(workspace=request.auth, request=body, trace=request_trace())
+            span.set_attribute(RECORD_COUNT, sum(section["included"]
+                                                 for section in result["compilation"]["sections"].values()))
+        return Response(result)
 
 
 class ReceiptView(APIView):

@@ -8,6 +8,7 @@ class RetrievalAppConfig(AppConfig):
 
     def ready(self):
         from . import policy
+        from .lexical import slot_metrics  # noqa: F401  registers the slot gauges of GET /metrics
         from .mcp import declarations
 
         policy.register()

@@ -6,6 +6,7 @@ from rest_framework.views import APIView
 
 from memseek_site.conf import memseek_setting
 from memseek_site.parsing import PUBLIC_NAME, parse_object
+from memseek_site.tracing import RECORD_COUNT, memory_operation
 
 from ..services.record_ingest import record_ingest_batch
 from .schema import ErrorSerializer, closed_request
@@ -67,7 +68,12 @@ class RecordBatchView(APIView):
     )
     def post(self, request):
         body = parse_object(request.data, "", allowed={"records"}, required={"records"})
-        result = record_ingest_batch(workspace=request.auth, items=body["records"])
+        items = body["records"]
+        withdrawals = isinstance(items, list) and bool(items) and all(
+            isinstance(item, dict) and item.get("tombstone") is True for item in items)
+        with memory_operation("delete_memory" if withdrawals else "update_memory", store_id=request.auth.name) as span:
+            result = record_ingest_batch(workspace=request.auth, items=items)
+            span.set_attribute(RECORD_COUNT, len(result.inserted) + len(result.duplicates))
 
         def rows(outcomes):
             return [{"index": o.index, "id": str(o.id), "ready": o.ready} for o in outcomes]

@@ -7,7 +7,10 @@ from catalog_app.api.schema import ErrorSerializer
 from memseek_site.conf import memseek_setting
 from memseek_site.parsing import PUBLIC_NAME, int_schema, parse_query, parse_string, query_int, string_schema
 
+from memseek_site.tracing import RECORD_COUNT, memory_operation
+
 from ..services import search_run
+from ..stage_spans import request_trace
 from .schema import SearchResponseSerializer, SearchSpecSerializer
 
 _ERRORS = {401: ErrorSerializer, 409: ErrorSerializer, 422: ErrorSerializer, 503: ErrorSerializer}
@@ -26,7 +29,7 @@ class SearchView(APIView):
             "q": "Q3 budget", "mode": "hybrid", "scope": {"entities": ["contact.maria"], "collections": ["main"]},
             "k": 5, "include": ["text", "occurred_at"], "render": True})])
     def post(self, request):
-        return Response(search_run(workspace=request.auth, body=request.data))
+        return Response(traced_search(request.auth, request.data))
 
     @extend_schema(
         summary="Quick hybrid search from a URL",
@@ -46,4 +49,14 @@ class SearchView(APIView):
             scope["collections"] = [parse_string(params["collection"], "collection", pattern=PUBLIC_NAME)]
         if scope:
             body["scope"] = scope
-        return Response(search_run(workspace=request.auth, body=body))
+        return Response(traced_search(request.auth, body))
+
+
+def traced_search(workspace, body) -> dict:
+    """``search_run`` as the GenAI memory operation ``search_memory`` on the workspace's store,
+    its pipeline stages as spans inside (no-ops while tracing is off)."""
+    query = body.get("q") if isinstance(body, dict) and isinstance(body.get("q"), str) else None
+    with memory_operation("search_memory", store_id=workspace.name, query=query) as span:
+        result = search_run(workspace=workspace, body=body, trace=request_trace())
+        span.set_attribute(RECORD_COUNT, len(result["hits"]))
+    return result

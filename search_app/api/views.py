@@ -6,7 +6,9 @@ from rest_framework.views import APIView
 
 from catalog_app.api.schema import ErrorSerializer
 from memseek_site.parsing import parse_query
+from memseek_site.tracing import RECORD_COUNT, memory_operation
 
+from ..stage_spans import request_trace
 from ..views.service import view_list, view_query
 
 _ViewList = inline_serializer("ViewList", {"views": serializers.ListField(child=serializers.JSONField())})
@@ -41,4 +43,7 @@ class ViewQueryView(APIView):
                    examples=[OpenApiExample("Parameters", request_only=True,
                                             value={"entity": "contact.maria", "task": "prepare the Q3 update"})])
     def post(self, request, name: str):
-        return Response(view_query(workspace=request.auth, name=name, body=request.data))
+        with memory_operation("search_memory", store_id=request.auth.name) as span:
+            result = view_query(workspace=request.auth, name=name, body=request.data, trace=request_trace())
+            span.set_attribute(RECORD_COUNT, len(result["hits"]))
+        return Response(result)

@@ -29,6 +29,7 @@ BENCHMARKS = {
     "hostile": "per route, the hostile question table's worst time beside the ordinary question's p50",
     "soak": "hostile bodies, transport cases, schemathesis and 16 writers + 8 readers through a killed worker, "
             "a restarted database and Redis, on loopback (no 5xx, nothing lost, memory under a ceiling)",
+    "observability": "what the /metrics instruments and OpenTelemetry tracing add to GET /search and GET /health",
     "failover": "synchronous mode's commit latency and throughput beside synchronous_commit=local, "
                 "on a two-node Patroni cluster",
 }
