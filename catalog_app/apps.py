@@ -15,3 +15,7 @@ class CatalogAppConfig(AppConfig):
 
         memseek_settings_check()
         retain_freed_memory(memseek_setting("MALLOC_RETAIN_BYTES"))
+        if memseek_setting("PRELOAD_EMBEDDING_MODEL"):
+            from .signals import load_bundled_model
+
+            load_bundled_model()

@@ -42,10 +42,12 @@ def share_cores_among_pool_processes(sender=None, **kwargs):
 
 @worker_process_init.connect(dispatch_uid="catalog_app.load_bundled_model")
 def load_bundled_model_in_background(sender=None, **kwargs):
-    threading.Thread(target=_load_bundled_model, name="load-bundled-model", daemon=True).start()
+    threading.Thread(target=load_bundled_model, name="load-bundled-model", daemon=True).start()
 
 
-def _load_bundled_model() -> None:
+def load_bundled_model() -> None:
+    """Load the bundled model on the configured runtime now, logging how long it took; a model
+    that cannot load is logged, not raised (the first embedding call reports it as a 503)."""
     from memseek_site.conf import memseek_setting
 
     from .embedding import EmbeddingUnavailable, local_encoder
@@ -54,7 +56,7 @@ def _load_bundled_model() -> None:
     try:
         local_encoder(memseek_setting("EMBEDDING_RUNTIME"))
     except EmbeddingUnavailable as error:
-        logger.warning("pool process %d could not load the bundled embedding model: %s", os.getpid(), error.detail)
+        logger.warning("process %d could not load the bundled embedding model: %s", os.getpid(), error.detail)
         return
-    logger.info("pool process %d loaded the bundled embedding model in %.1f s", os.getpid(),
+    logger.info("process %d loaded the bundled embedding model in %.1f s", os.getpid(),
                 time.perf_counter() - started)

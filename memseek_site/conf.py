@@ -94,6 +94,9 @@ DEFAULTS: dict[str, object] = {
     # fp32) or onnx-int8 (ONNX Runtime, dynamically quantized int8), see docs/encoder.md. Part of
     # the embedding space: a runtime change is a space change, like a model change.
     "EMBEDDING_RUNTIME": "torch",
+    # Load the bundled model while the process starts (Django's app loading), so a gunicorn
+    # worker takes no traffic before it can embed; quickstart turns it on for its workers.
+    "PRELOAD_EMBEDDING_MODEL": False,
     "PENDING_RECOVERY_AGE_S": 30,
     "PENDING_RECOVERY_INTERVAL_S": 10,
     "SCORER_TEXT_CHARS": 12_000,

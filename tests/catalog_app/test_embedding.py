@@ -1,9 +1,13 @@
 """Embedding texts: the bundled MiniLM model, and the OpenAI-compatible HTTP adapter against a
 real loopback server."""
 import math
+import os
 import pickle
 import shutil
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 from types import MappingProxyType
 
 import pytest
@@ -292,3 +296,16 @@ def test_an_embedding_config_with_params_crosses_process_boundaries():
     copy = pickle.loads(pickle.dumps(config))
     assert copy == config and isinstance(copy.params, MappingProxyType)
     assert dict(copy.params) == {"input_type": "document", "truncate": {"side": "end"}}
+
+
+@pytest.mark.model
+def test_with_preload_on_the_model_is_loaded_while_django_starts():
+    probe = ("import django; django.setup(); from catalog_app import embedding; "
+             "print(embedding._model is not None)")
+    for preload, loaded in (("true", "True"), ("false", "False")):
+        # Settings load without connecting: no database is needed to start.
+        env = {**os.environ, "PRELOAD_EMBEDDING_MODEL": preload, "EMBEDDING_RUNTIME": "torch",
+               "DJANGO_SETTINGS_MODULE": "memseek_site.settings", "DATABASE_URL": "postgresql://127.0.0.1:1/none"}
+        done = subprocess.run([sys.executable, "-c", probe], cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True, text=True,
+                              timeout=300, check=True)
+        assert done.stdout.split()[-1] == loaded, done.stderr

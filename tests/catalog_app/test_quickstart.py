@@ -35,6 +35,8 @@ def test_the_api_is_served_by_gunicorn_with_the_given_bind_and_workers():
 def test_gunicorn_workers_share_the_cores_unless_the_caller_chose_a_thread_count():
     assert gunicorn_environment({"PATH": "/bin"}, 2)["OMP_NUM_THREADS"] == str(torch_threads_per_process(2))
     assert gunicorn_environment({"OMP_NUM_THREADS": "3"}, 2)["OMP_NUM_THREADS"] == "3"
+    assert gunicorn_environment({"PATH": "/bin"}, 2)["PRELOAD_EMBEDDING_MODEL"] == "true"
+    assert gunicorn_environment({"PRELOAD_EMBEDDING_MODEL": "false"}, 2)["PRELOAD_EMBEDDING_MODEL"] == "false"
     assert torch_threads_per_process(10_000) == 1
 
 

@@ -54,6 +54,8 @@ class Command(BaseCommand):
             f"OpenAPI page: http://{addrport}/api/docs/\n"))
         self.stdout.write(database_note(settings.DATABASES["default"], Path(settings.BASE_DIR)))
         if not no_serve:
+            self.stdout.write(f"Starting {workers} gunicorn worker(s); each loads the embedding model before it "
+                              "takes requests (about 10-20 s on two cores), then the API answers.")
             self.stdout.flush()
             os.execvpe(sys.executable, gunicorn_argv(addrport, workers), gunicorn_environment(os.environ, workers))
 
@@ -92,8 +94,11 @@ def gunicorn_argv(addrport: str, workers: int) -> list[str]:
 
 def gunicorn_environment(environ, workers: int) -> dict[str, str]:
     """``environ`` with ``OMP_NUM_THREADS`` set to the usable cores divided by ``workers`` unless
-    the caller set it: the workers share the cores for the bundled model (docs/operations.md, Workers)."""
+    the caller set it (the workers share the cores for the bundled model: docs/operations.md,
+    Workers), and ``PRELOAD_EMBEDDING_MODEL`` on unless the caller chose."""
     environment = dict(environ)
+    # Each worker loads the model before it takes traffic: the first request is not the one that waits.
+    environment.setdefault("PRELOAD_EMBEDDING_MODEL", "true")
     if not environment.get("OMP_NUM_THREADS"):
         environment["OMP_NUM_THREADS"] = str(torch_threads_per_process(workers))
     return environment
