@@ -19,7 +19,9 @@ from django.db import connection, transaction
 
 from ..catalog.hashing import vector_text_and_hash
 from ..catalog.models_conf import EmbeddingConfig, stored_space
+from ..catalog.runtime import catalog_for_workspace
 from ..embedding import embed_texts
+from ..models import Workspace
 from ..record_sql import EMBEDDING, RECORD, live
 from .embedding_index import embedding_space_ensure_index
 
@@ -79,3 +81,11 @@ def reembed(*, workspace_id: int, source_space: str, target: EmbeddingConfig, ba
             progress(len(rows))
     embedding_space_ensure_index(target.space, target.dimensions)
     return written
+
+
+def reembed_plan(workspace: Workspace, runtime: str) -> tuple[str, EmbeddingConfig]:
+    """The source space (the one this process embeds into: its ``EMBEDDING_RUNTIME``) and the
+    target configuration of re-embedding ``workspace`` on ``runtime``. Raises ``ValueError``
+    when the workspace's model has no runtime (an HTTP provider)."""
+    source = catalog_for_workspace(workspace).value("models", "models").embedding
+    return source.space, config_for_runtime(source, runtime)

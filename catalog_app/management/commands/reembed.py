@@ -5,9 +5,8 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from catalog_app.onnx_encoder import RUNTIMES
-from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.models import Workspace
-from catalog_app.services.reembed import config_for_runtime, reembed, reembed_remaining
+from catalog_app.services.reembed import reembed, reembed_plan, reembed_remaining
 
 
 class Command(BaseCommand):
@@ -27,14 +26,13 @@ class Command(BaseCommand):
             if not workspaces.exists():
                 raise CommandError(f"no workspace with id {workspace}")
         for each in workspaces:
-            source = catalog_for_workspace(each).value("models", "models").embedding
             try:
-                target = config_for_runtime(source, runtime)
+                source, target = reembed_plan(each, runtime)
             except ValueError as error:
                 raise CommandError(f"workspace {each.pk}: {error}") from error
-            remaining = reembed_remaining(workspace_id=each.pk, source_space=source.space, target_space=target.space)
+            remaining = reembed_remaining(workspace_id=each.pk, source_space=source, target_space=target.space)
             with tqdm(total=remaining, desc=f"workspace {each.pk} {each.name}", unit="records",
                       file=self.stderr._out) as bar:
-                written = reembed(workspace_id=each.pk, source_space=source.space, target=target, batch=batch,
+                written = reembed(workspace_id=each.pk, source_space=source, target=target, batch=batch,
                                   progress=bar.update)
             self.stdout.write(f"workspace {each.pk} {each.name}: {written} vectors written into {target.space}")
