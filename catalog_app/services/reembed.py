@@ -83,9 +83,12 @@ def reembed(*, workspace_id: int, source_space: str, target: EmbeddingConfig, ba
     return written
 
 
-def reembed_plan(workspace: Workspace, runtime: str) -> tuple[str, EmbeddingConfig]:
-    """The source space (the one this process embeds into: its ``EMBEDDING_RUNTIME``) and the
-    target configuration of re-embedding ``workspace`` on ``runtime``. Raises ``ValueError``
-    when the workspace's model has no runtime (an HTTP provider)."""
-    source = catalog_for_workspace(workspace).value("models", "models").embedding
-    return source.space, config_for_runtime(source, runtime)
+def reembed_plan(workspace: Workspace, runtime: str, source_runtime: str | None = None) -> tuple[str, EmbeddingConfig]:
+    """The source space and the target configuration of re-embedding ``workspace`` on
+    ``runtime``. The source is ``source_runtime``'s space, by default the one this process embeds
+    into (its ``EMBEDDING_RUNTIME``): after a restart on the new runtime, ``source_runtime``
+    names the old one, to catch records the old processes wrote after the last run. Raises
+    ``ValueError`` when the workspace's model has no runtime (an HTTP provider)."""
+    current = catalog_for_workspace(workspace).value("models", "models").embedding
+    source = current if source_runtime is None else config_for_runtime(current, source_runtime)
+    return source.space, config_for_runtime(current, runtime)

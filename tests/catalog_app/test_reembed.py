@@ -55,6 +55,15 @@ def test_the_command_fills_the_new_space_once_and_search_finds_old_records_on_th
     switch_runtime(settings, monkeypatch, "onnx")
     assert vector_hits(api, "billed twice, money back")[0] == str(ids[0])
 
+    # Restarted on onnx: a record an old torch process wrote meanwhile is caught by --from.
+    switch_runtime(settings, monkeypatch, "torch")
+    (late,) = ingest_ready(catalog, [item("A late refund request from a torch process")])
+    switch_runtime(settings, monkeypatch, "onnx")
+    out = io.StringIO()
+    call_command("reembed", "--runtime", "onnx", "--from", "torch", stdout=out, stderr=io.StringIO())
+    assert "1 vectors written into minilm-l6-v2.onnx" in out.getvalue()
+    assert set(vectors_of("minilm-l6-v2.onnx")) == {*ids, late}
+
 
 class Stop(Exception):
     pass

@@ -1,5 +1,6 @@
-"""``python manage.py reembed --runtime RUNTIME [--workspace ID] [--batch N]``: give every live
-record embedded by the current runtime (``EMBEDDING_RUNTIME``) a vector embedded by RUNTIME too
+"""``python manage.py reembed --runtime RUNTIME [--from RUNTIME] [--workspace ID] [--batch N]``:
+give every live record embedded by the ``--from`` runtime (default: ``EMBEDDING_RUNTIME``) a
+vector embedded by RUNTIME too
 (``catalog_app.services.reembed``), with a progress bar; resumable and idempotent."""
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
@@ -14,10 +15,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--runtime", required=True, choices=RUNTIMES, help="the runtime to embed with")
+        parser.add_argument("--from", dest="source_runtime", choices=RUNTIMES,
+                            help="the runtime whose vectors to start from (default: EMBEDDING_RUNTIME)")
         parser.add_argument("--workspace", type=int, help="workspace id (default: every workspace)")
         parser.add_argument("--batch", type=int, default=256, help="records per transaction (default 256)")
 
-    def handle(self, *args, runtime, workspace=None, batch, **options):
+    def handle(self, *args, runtime, source_runtime=None, workspace=None, batch, **options):
         if batch < 1:
             raise CommandError("--batch must be at least 1")
         workspaces = Workspace.objects.order_by("pk")
@@ -27,7 +30,7 @@ class Command(BaseCommand):
                 raise CommandError(f"no workspace with id {workspace}")
         for each in workspaces:
             try:
-                source, target = reembed_plan(each, runtime)
+                source, target = reembed_plan(each, runtime, source_runtime)
             except ValueError as error:
                 raise CommandError(f"workspace {each.pk}: {error}") from error
             remaining = reembed_remaining(workspace_id=each.pk, source_space=source, target_space=target.space)
