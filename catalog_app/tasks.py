@@ -20,9 +20,12 @@ from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, transa
 from memseek_site.conf import memseek_setting
 from memseek_site.replicas import serving
 
+from .embedding import EmbeddingUnavailable
 from .lexical.compaction import lexical_compact
 from .services.enrichment import EnrichmentDeferred, records_enrich, records_recover_pending
+from .models import Workspace
 from .services.record_touch import records_touch
+from .services.reembed import reembed, reembed_plan
 
 logger = logging.getLogger(__name__)
 
@@ -67,6 +70,19 @@ def enqueue_enrichment(record_ids: Iterable) -> None:
     size = memseek_setting("ENRICH_BATCH")
     for start in range(0, len(ids), size):
         transaction.on_commit(partial(enrich_records.delay, ids[start:start + size]), robust=True)
+
+
+@shared_task(name="catalog_app.tasks.reembed_workspace", acks_late=True, reject_on_worker_lost=True,
+             autoretry_for=(*_TRANSIENT, EmbeddingUnavailable), max_retries=5, retry_backoff=5,
+             retry_backoff_max=300)
+def reembed_workspace(workspace_id: int, runtime: str, batch: int = 256) -> int:
+    """Give every live record of the workspace a vector of ``runtime`` too (``reembed``); returns
+    how many vectors this run wrote. Each batch commits, so a run killed with its worker is
+    redelivered and resumes after the last committed batch."""
+    source, target = reembed_plan(Workspace.objects.get(pk=workspace_id), runtime)
+    written = reembed(workspace_id=workspace_id, source_space=source, target=target, batch=batch)
+    logger.info("re-embedded %d record(s) of workspace %d into %s", written, workspace_id, target.space)
+    return written
 
 
 @shared_task(name="catalog_app.tasks.compact_lexical_index", ignore_result=True,
