@@ -255,7 +255,9 @@ class DeadLetter(models.Model):
     args = models.JSONField(default=list)
     kwargs = models.JSONField(default=dict)
     error = models.TextField()
-    tries = models.PositiveIntegerField()
+    # None when the worker's main process recorded it after a hard time limit (it does not
+    # know how many retries came before).
+    tries = models.PositiveIntegerField(null=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

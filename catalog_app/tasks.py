@@ -36,26 +36,45 @@ _TRANSIENT = (EnrichmentDeferred, OperationalError, InterfaceError)
 
 
 class DeadLetteringTask(Task):
-    """The base of every Memseek task: when a try fails for good (its retries are spent, or
-    the error is not one it retries) the task is recorded as a ``DeadLetter`` with its error
-    and number of tries. Celery then acknowledges the message as failed (acks_late acknowledges
-    failures too), so the next message of the queue runs. A dead letter that cannot be written
-    (the database is away) is logged instead."""
+    """The base of every Memseek task: when a try fails for good (its retries are spent, the
+    error is not one it retries, or it ran past its hard time limit) the task is recorded as a
+    ``DeadLetter`` with its error and number of tries. Celery then acknowledges the message as
+    failed (acks_late acknowledges failures and time-outs too), so the next message of the queue
+    runs. A dead letter that cannot be written (the database is away) is logged instead."""
 
     def on_failure(self, exc, task_id, args, kwargs, einfo):
-        from .models import DeadLetter
-
-        delivery = self.request.delivery_info or {}
+        letter = {"task_name": self.name, "task_id": task_id or "", "args": list(args or ()),
+                  "kwargs": dict(kwargs or {}), "error": f"{type(exc).__name__}: {exc}"[:4000]}
         try:
-            DeadLetter.objects.create(
-                task_name=self.name, task_id=task_id or "", queue=delivery.get("routing_key") or "",
-                args=list(args or ()), kwargs=dict(kwargs or {}), error=f"{type(exc).__name__}: {exc}"[:4000],
-                tries=self.request.retries + 1)
+            if self.request.id is None:
+                # Not inside the task: the worker's main process, after killing the pool process
+                # that ran past its hard time limit. It must not open database connections (its
+                # next pool processes would inherit them), so a maintenance task writes the
+                # letter; the main process does not know the retries, so ``tries`` stays unknown.
+                record_dead_letter.delay(letter)
+                return
+            delivery = self.request.delivery_info or {}
+            _write_dead_letter({**letter, "queue": delivery.get("routing_key") or "",
+                                "tries": self.request.retries + 1})
         except Exception:  # the failure is already being reported; never mask it
-            logger.exception("could not write the dead letter of %s[%s]", self.name, task_id)
+            logger.exception("could not record the dead letter of %s[%s]", self.name, task_id)
+
+
+def _write_dead_letter(letter: dict) -> None:
+    from .models import DeadLetter
+
+    DeadLetter.objects.create(**letter)
 
 
 _task = partial(shared_task, base=DeadLetteringTask)
+
+
+@shared_task(name="catalog_app.tasks.record_dead_letter", ignore_result=True,
+             autoretry_for=(OperationalError, InterfaceError), max_retries=5, retry_backoff=5)
+def record_dead_letter(letter: dict) -> None:
+    """Write ``letter`` (the ``DeadLetter`` fields) for a worker's main process. Its own base is
+    Celery's: a dead letter that cannot be written is logged, never dead-lettered again."""
+    _write_dead_letter(letter)
 
 
 @_task(bind=True, name="catalog_app.tasks.enrich_records", acks_late=True, reject_on_worker_lost=True,

@@ -4,7 +4,8 @@ Three named queues, each meant for workers of its own (``docs/queues.md``):
 
 - ``enrichment``: model enrichment of new records, slow and CPU-bound;
 - ``lexical``: compaction of the lexical index, short, and never queued behind enrichment;
-- ``maintenance``: touch on read and the workers' recovery of pending records.
+- ``maintenance``: touch on read, the workers' recovery of pending records, and dead letters
+  recorded for a worker's main process.
 
 ``TASK_ROUTES`` is the one place a task is given its queue (Celery's ``task_routes``, read by
 ``settings``); a task missing from it goes to ``DEFAULT_QUEUE``. Tasks are named by strings, so
@@ -33,6 +34,7 @@ TASK_ROUTES = {
     "catalog_app.tasks.compact_lexical_index": {"queue": LEXICAL},
     "catalog_app.tasks.touch_records": {"queue": MAINTENANCE},
     "catalog_app.tasks.recover_pending_records": {"queue": MAINTENANCE},
+    "catalog_app.tasks.record_dead_letter": {"queue": MAINTENANCE},
 }
 
 # Task name -> (soft limit setting, hard limit setting), both in seconds (memseek_site.conf).
@@ -41,6 +43,7 @@ TIME_LIMIT_SETTINGS = {
     "catalog_app.tasks.compact_lexical_index": ("LEXICAL_COMPACT_SOFT_TIME_LIMIT_S", "LEXICAL_COMPACT_TIME_LIMIT_S"),
     "catalog_app.tasks.touch_records": ("MAINTENANCE_SOFT_TIME_LIMIT_S", "MAINTENANCE_TIME_LIMIT_S"),
     "catalog_app.tasks.recover_pending_records": ("MAINTENANCE_SOFT_TIME_LIMIT_S", "MAINTENANCE_TIME_LIMIT_S"),
+    "catalog_app.tasks.record_dead_letter": ("MAINTENANCE_SOFT_TIME_LIMIT_S", "MAINTENANCE_TIME_LIMIT_S"),
 }
 
 PUBLISHED_AT_HEADER = "memseek_published_at"
