@@ -246,8 +246,8 @@ class ReviewAudit(models.Model):
 class DeadLetter(models.Model):
     """A task that failed for good: its last try raised an error that is not retried, or its
     retries ran out (``catalog_app.tasks.DeadLetteringTask``). Its message was acknowledged, so
-    it no longer blocks its queue; an operator reads it here (or in the admin) and may send it
-    again with ``manage.py dead_letters --resend``. Holds ids and arguments, never record text."""
+    it no longer blocks its queue; an operator reads it in the admin (docs/queues.md). Holds ids
+    and arguments, never record text."""
 
     task_name = models.CharField(max_length=200)
     task_id = models.CharField(max_length=64)

@@ -21,7 +21,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-from celery.signals import before_task_publish
+from celery.signals import before_task_publish, worker_init
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +61,20 @@ class TaskTimeLimits:
         from .conf import memseek_setting
 
         return {"soft_time_limit": memseek_setting(names[0]), "time_limit": memseek_setting(names[1])}
+
+
+@worker_init.connect(dispatch_uid="memseek_site.queues.enable_pool_time_limits")
+def enable_pool_time_limits(sender=None, **kwargs):
+    """A prefork pool enforces a task's own limits only when the worker has limits of its own
+    (billiard starts its time-out handler only then), so a worker started without
+    ``--time-limit``/``--soft-time-limit`` gets the largest of the task limits as its defaults.
+    ``worker_init`` comes after the worker read its defaults and before it builds its pool."""
+    from .conf import memseek_setting
+
+    if getattr(sender, "time_limit", None) is None:
+        sender.time_limit = max(memseek_setting(hard) for _, hard in TIME_LIMIT_SETTINGS.values())
+    if getattr(sender, "soft_time_limit", None) is None:
+        sender.soft_time_limit = max(memseek_setting(soft) for soft, _ in TIME_LIMIT_SETTINGS.values())
 
 
 @before_task_publish.connect(dispatch_uid="memseek_site.queues.stamp_publication_time")

@@ -37,3 +37,16 @@ def test_health_reports_an_unreachable_broker_as_degraded_not_as_an_error(db):
     body = response.json()
     assert body["queues"] == {"broker": "unreachable"}
     assert [entry["check"] for entry in body["degraded"]] == ["queues.broker"]
+
+
+def test_a_task_that_fails_for_good_is_dead_lettered_and_shown_in_the_admin(db, admin_client):
+    from catalog_app.models import DeadLetter
+    from catalog_app.tasks import recover_pending_records
+
+    recover_pending_records.apply(kwargs={"created_after": "not a time"})
+    letter = DeadLetter.objects.get()
+    assert (letter.task_name, letter.kwargs, letter.tries) == (
+        "catalog_app.tasks.recover_pending_records", {"created_after": "not a time"}, 1)
+    assert letter.error.startswith("ValueError")
+    page = admin_client.get("/admin/catalog_app/deadletter/")
+    assert page.status_code == 200 and "catalog_app.tasks.recover_pending_records" in page.content.decode()
