@@ -21,7 +21,7 @@ from django.urls import reverse
 from django.utils.functional import cached_property
 from django.utils.html import format_html, format_html_join
 
-from .models import ActivationAudit, ApiKey, Definition, Record, ReviewAudit, Workspace
+from .models import ActivationAudit, ApiKey, DeadLetter, Definition, Record, ReviewAudit, Workspace
 from .services.activation import ActivationRefused, DefinitionActivation
 
 
@@ -140,6 +140,16 @@ class ActivationAuditAdmin(ReadOnlyAdmin):
     list_filter = ("workspace", "family")
     search_fields = ("name", "actor")
     list_select_related = ("workspace",)
+    date_hierarchy = "created_at"
+
+
+@admin.register(DeadLetter)
+class DeadLetterAdmin(ReadOnlyAdmin):
+    """Tasks that failed for good (docs/queues.md): read here, acted on by an operator."""
+
+    list_display = ("created_at", "task_name", "queue", "tries", "error")
+    list_filter = ("task_name", "queue")
+    search_fields = ("task_id",)
     date_hierarchy = "created_at"
 
 

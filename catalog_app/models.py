@@ -243,6 +243,40 @@ class ReviewAudit(models.Model):
         return f"{self.action} {self.draft_id} by {self.actor}"
 
 
+class DeadLetter(models.Model):
+    """A task that failed for good: its last try raised an error that is not retried, or its
+    retries ran out (``catalog_app.tasks.DeadLetteringTask``). Its message was acknowledged, so
+    it no longer blocks its queue; an operator reads it in the admin (docs/queues.md). Holds ids
+    and arguments, never record text."""
+
+    task_name = models.CharField(max_length=200)
+    task_id = models.CharField(max_length=64)
+    queue = models.CharField(max_length=64, blank=True)
+    args = models.JSONField(default=list)
+    kwargs = models.JSONField(default=dict)
+    error = models.TextField()
+    # None when the worker's main process recorded it after a hard time limit (it does not
+    # know how many retries came before).
+    tries = models.PositiveIntegerField(null=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"{self.task_name}[{self.task_id}] after {self.tries} tries"
+
+
+class TaskReceipt(models.Model):
+    """The id of a task whose effect is not repeatable (a touch adds to ``access_count``),
+    written in the transaction of that effect, so a second delivery of the same message finds
+    it and changes nothing. Rows older than ``TASK_RECEIPT_TTL_S`` are pruned by the workers'
+    recovery task."""
+
+    task_id = models.CharField(max_length=64, primary_key=True)
+    finished_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+
 # The lexical index's tables live with their package; importing them here registers them.
 from .lexical.models import (  # noqa: E402,F401
     LexicalBackfill, LexicalBlock, LexicalChange, LexicalCompaction, LexicalDocument, LexicalGroup,

@@ -6,16 +6,23 @@ With acks_late and reject-on-worker-lost, a task that was running when its worke
 back to the broker (Redis redelivers it after the visibility timeout). Sooner than that, and
 for messages the broker lost, every worker re-enqueues records left unready
 (``recover_pending_records``, sent by its main process: see ``recovery``).
+
+Queues and time limits are given by ``memseek_site.queues``. Every task is idempotent: a
+message delivered twice changes nothing the second time (enrichment skips ready records,
+compaction finds nothing left to fold, a touch checks its ``TaskReceipt``). A task that fails
+for good, after its bounded retries or at once for an error that is not retried, is written to
+the ``DeadLetter`` table and acknowledged, so it never blocks the queue behind it.
 """
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import partial
 
-from celery import shared_task
-from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, transaction
+from celery import Task, shared_task
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, InterfaceError, OperationalError, transaction
+from django.utils import timezone
 
 from memseek_site.conf import memseek_setting
 from memseek_site.replicas import serving
@@ -25,14 +32,56 @@ from .lexical.compaction import lexical_compact
 from .services.enrichment import EnrichmentDeferred, records_enrich, records_recover_pending
 from .models import Workspace
 from .services.record_touch import records_touch
-from .services.reembed import reembed, reembed_plan
+from .services.reembed import reembed, reembed_plan, reembed_remaining
 
 logger = logging.getLogger(__name__)
 
 _TRANSIENT = (EnrichmentDeferred, OperationalError, InterfaceError)
 
 
-@shared_task(bind=True, name="catalog_app.tasks.enrich_records", acks_late=True, reject_on_worker_lost=True,
+class DeadLetteringTask(Task):
+    """The base of every Memseek task: when a try fails for good (its retries are spent, the
+    error is not one it retries, or it ran past its hard time limit) the task is recorded as a
+    ``DeadLetter`` with its error and number of tries. Celery then acknowledges the message as
+    failed (acks_late acknowledges failures and time-outs too), so the next message of the queue
+    runs. A dead letter that cannot be written (the database is away) is logged instead."""
+
+    def on_failure(self, exc, task_id, args, kwargs, einfo):
+        letter = {"task_name": self.name, "task_id": task_id or "", "args": list(args or ()),
+                  "kwargs": dict(kwargs or {}), "error": f"{type(exc).__name__}: {exc}"[:4000]}
+        try:
+            if self.request.id is None:
+                # Not inside the task: the worker's main process, after killing the pool process
+                # that ran past its hard time limit. It must not open database connections (its
+                # next pool processes would inherit them), so a maintenance task writes the
+                # letter; the main process does not know the retries, so ``tries`` stays unknown.
+                record_dead_letter.delay(letter)
+                return
+            delivery = self.request.delivery_info or {}
+            _write_dead_letter({**letter, "queue": delivery.get("routing_key") or "",
+                                "tries": self.request.retries + 1})
+        except Exception:  # the failure is already being reported; never mask it
+            logger.exception("could not record the dead letter of %s[%s]", self.name, task_id)
+
+
+def _write_dead_letter(letter: dict) -> None:
+    from .models import DeadLetter
+
+    DeadLetter.objects.create(**letter)
+
+
+_task = partial(shared_task, base=DeadLetteringTask)
+
+
+@shared_task(name="catalog_app.tasks.record_dead_letter", ignore_result=True,
+             autoretry_for=(OperationalError, InterfaceError), max_retries=5, retry_backoff=5)
+def record_dead_letter(letter: dict) -> None:
+    """Write ``letter`` (the ``DeadLetter`` fields) for a worker's main process. Its own base is
+    Celery's: a dead letter that cannot be written is logged, never dead-lettered again."""
+    _write_dead_letter(letter)
+
+
+@_task(bind=True, name="catalog_app.tasks.enrich_records", acks_late=True, reject_on_worker_lost=True,
              autoretry_for=_TRANSIENT, max_retries=5, retry_backoff=5, retry_backoff_max=300, retry_jitter=True)
 def enrich_records(self, record_ids: list[str]) -> dict:
     """Enrich the records ``record_ids`` (``records_enrich``). On the last allowed attempt
@@ -46,11 +95,16 @@ def enrich_records(self, record_ids: list[str]) -> dict:
     return outcome.summary()
 
 
-@shared_task(name="catalog_app.tasks.recover_pending_records", acks_late=True,
-             autoretry_for=(OperationalError, InterfaceError), max_retries=3, retry_backoff=5)
+@_task(name="catalog_app.tasks.recover_pending_records", acks_late=True,
+       autoretry_for=(OperationalError, InterfaceError), max_retries=3, retry_backoff=5)
 def recover_pending_records(created_after: str | None = None, created_until: str | None = None) -> int:
     """Re-enqueue every record still unready that was inserted at or before ``created_until``
-    (ISO 8601; default ``PENDING_RECOVERY_AGE_S`` ago) and, given ``created_after``, after it."""
+    (ISO 8601; default ``PENDING_RECOVERY_AGE_S`` ago) and, given ``created_after``, after it.
+    Also forgets the task receipts older than ``TASK_RECEIPT_TTL_S``."""
+    from .models import TaskReceipt
+
+    expired = timezone.now() - timedelta(seconds=memseek_setting("TASK_RECEIPT_TTL_S"))
+    TaskReceipt.objects.filter(finished_at__lt=expired).delete()
     count = records_recover_pending(dispatch=enrich_records.delay, created_after=_instant(created_after),
                                     created_until=_instant(created_until))
     if count:
@@ -72,21 +126,26 @@ def enqueue_enrichment(record_ids: Iterable) -> None:
         transaction.on_commit(partial(enrich_records.delay, ids[start:start + size]), robust=True)
 
 
-@shared_task(name="catalog_app.tasks.reembed_workspace", acks_late=True, reject_on_worker_lost=True,
-             autoretry_for=(*_TRANSIENT, EmbeddingUnavailable), max_retries=5, retry_backoff=5,
-             retry_backoff_max=300)
+@_task(name="catalog_app.tasks.reembed_workspace", acks_late=True, reject_on_worker_lost=True,
+       autoretry_for=(*_TRANSIENT, EmbeddingUnavailable), max_retries=5, retry_backoff=5,
+       retry_backoff_max=300)
 def reembed_workspace(workspace_id: int, runtime: str, batch: int = 256) -> int:
     """Give every live record of the workspace a vector of ``runtime`` too (``reembed``); returns
     how many vectors this run wrote. Each batch commits, so a run killed with its worker is
-    redelivered and resumes after the last committed batch."""
+    redelivered and resumes after the last committed batch. A run stops after half the
+    enrichment queue's soft time limit and sends the rest as a new task, so no workspace is too
+    large for the queue's limits."""
     source, target = reembed_plan(Workspace.objects.get(pk=workspace_id), runtime)
-    written = reembed(workspace_id=workspace_id, source_space=source, target=target, batch=batch)
+    written = reembed(workspace_id=workspace_id, source_space=source, target=target, batch=batch,
+                      stop_after_s=memseek_setting("ENRICH_SOFT_TIME_LIMIT_S") / 2)
     logger.info("re-embedded %d record(s) of workspace %d into %s", written, workspace_id, target.space)
+    if reembed_remaining(workspace_id=workspace_id, source_space=source, target_space=target.space):
+        reembed_workspace.delay(workspace_id, runtime, batch)
     return written
 
 
-@shared_task(name="catalog_app.tasks.compact_lexical_index", ignore_result=True,
-             autoretry_for=(OperationalError, InterfaceError), max_retries=3, retry_backoff=5)
+@_task(name="catalog_app.tasks.compact_lexical_index", ignore_result=True,
+       autoretry_for=(OperationalError, InterfaceError), max_retries=3, retry_backoff=5)
 def compact_lexical_index(workspace_id: int) -> bool:
     """Fold the workspace's logged posting changes into its blocks (``lexical_compact``); False
     when another compaction of it was running."""
@@ -101,10 +160,20 @@ def enqueue_lexical_compaction(workspace_ids: Iterable[int]) -> None:
         transaction.on_commit(partial(compact_lexical_index.delay, workspace_id), robust=True)
 
 
-@shared_task(name="catalog_app.tasks.touch_records", ignore_result=True)
-def touch_records(record_ids: list[str]) -> int:
-    """Touch the records ``record_ids`` as read (``records_touch``)."""
-    return records_touch(record_ids=record_ids)
+@_task(bind=True, name="catalog_app.tasks.touch_records", ignore_result=True)
+def touch_records(self, record_ids: list[str], read_at: str | None = None) -> int:
+    """Touch the records ``record_ids`` as read at ``read_at`` (ISO 8601; default now) with
+    ``records_touch``, once per task id: the touch and the task's ``TaskReceipt`` commit
+    together, and a delivery that finds the receipt touches nothing (returns 0)."""
+    from .models import TaskReceipt
+
+    try:
+        with transaction.atomic():
+            TaskReceipt.objects.create(task_id=self.request.id)
+            return records_touch(record_ids=record_ids, now=_instant(read_at))
+    except IntegrityError:  # this task id already touched its records
+        logger.info("touch_records[%s] was delivered again; nothing to do", self.request.id)
+        return 0
 
 
 def enqueue_touch(record_ids: Iterable) -> None:
@@ -125,6 +194,6 @@ def enqueue_touch(record_ids: Iterable) -> None:
 def _send_touch(ids: list[str]) -> None:
     try:
         with serving(DEFAULT_DB_ALIAS):  # a touch is a write: on the primary when a replica serves the read
-            touch_records.delay(ids)
+            touch_records.delay(ids, timezone.now().isoformat())
     except Exception:
         logger.exception("touch_records for %d record(s) failed", len(ids))

@@ -100,6 +100,23 @@ DEFAULTS: dict[str, object] = {
     "PENDING_RECOVERY_AGE_S": 30,
     "PENDING_RECOVERY_INTERVAL_S": 10,
     "SCORER_TEXT_CHARS": 12_000,
+    # Task time limits in seconds (memseek_site.queues, docs/queues.md): past the soft one the task
+    # fails (and is dead-lettered), past the hard one its pool process is killed
+    "ENRICH_SOFT_TIME_LIMIT_S": 900,
+    "ENRICH_TIME_LIMIT_S": 960,
+    "LEXICAL_COMPACT_SOFT_TIME_LIMIT_S": 300,
+    "LEXICAL_COMPACT_TIME_LIMIT_S": 330,
+    "MAINTENANCE_SOFT_TIME_LIMIT_S": 60,
+    "MAINTENANCE_TIME_LIMIT_S": 90,
+    # How long a finished task's id is remembered, so a second delivery of it changes nothing
+    # (catalog_app.models.TaskReceipt); longer than the broker's visibility timeout
+    "TASK_RECEIPT_TTL_S": 86_400,
+    # GET /health turns degraded past these (catalog_app.health, docs/queues.md)
+    "HEALTH_QUEUE_MAX_DEPTH": 10_000,
+    "HEALTH_QUEUE_MAX_AGE_S": 300,
+    "HEALTH_PENDING_MAX_RECORDS": 10_000,
+    "HEALTH_PENDING_MAX_AGE_S": 600,
+    "HEALTH_LEXICAL_PENDING_MAX_ROWS": 1_000_000,
     # MCP: the browser origins allowed to call /mcp, comma-separated (requests without Origin pass)
     "MCP_ALLOWED_ORIGINS": "",
     # GET /metrics (docs/metrics.md): off unless enabled, and then only with this bearer key

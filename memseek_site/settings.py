@@ -5,7 +5,10 @@ Every environment variable read here is documented in docs/configuration.md.
 import os
 from pathlib import Path
 
+from kombu import Queue
+
 from .database import database_settings, replica_database_settings
+from .queues import DEFAULT_QUEUE, QUEUES, TASK_ROUTES, TaskTimeLimits
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -119,7 +122,8 @@ SPECTACULAR_SETTINGS = {
     # the document's, conditionals and tuples included.
     "OAS_VERSION": "3.1.0",
     # Choice sets used under one name in several components (an evaluation query is a /retrieve body).
-    "ENUM_NAME_OVERRIDES": {"RetrievalModeEnum": "retrieval_app.request.MODES"},
+    "ENUM_NAME_OVERRIDES": {"RetrievalModeEnum": "retrieval_app.request.MODES", "HealthStatusEnum": ["ok", "degraded"],
+                            "StatusEnum": ["active", "draft"]},
     "POSTPROCESSING_HOOKS": ["catalog_app.api.schema.postprocess_enums_outside_json_schemas",
                              "memseek_site.openapi.postprocess_transport_rules"],
 }
@@ -137,6 +141,12 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": int(os.environ.get("CELERY_VISIBILITY_TIMEOUT", "3600")),
 }
 CELERY_TASK_IGNORE_RESULT = True
+# The named queues and which task goes where (memseek_site.queues, docs/queues.md). A worker
+# started without -Q consumes all of them.
+CELERY_TASK_QUEUES = [Queue(name) for name in QUEUES]
+CELERY_TASK_DEFAULT_QUEUE = DEFAULT_QUEUE
+CELERY_TASK_ROUTES = TASK_ROUTES
+CELERY_TASK_ANNOTATIONS = [TaskTimeLimits()]
 
 LOGGING = {
     "version": 1,

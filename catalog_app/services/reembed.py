@@ -12,6 +12,8 @@ target space's HNSW index is ensured after the last batch, so it is built once, 
 row by row while the space fills."""
 from __future__ import annotations
 
+import time
+
 import dataclasses
 from collections.abc import Callable
 
@@ -54,12 +56,15 @@ def reembed_remaining(*, workspace_id: int, source_space: str, target_space: str
 
 
 def reembed(*, workspace_id: int, source_space: str, target: EmbeddingConfig, batch: int = 256,
-            progress: Callable[[int], None] | None = None) -> int:
+            progress: Callable[[int], None] | None = None, stop_after_s: float | None = None) -> int:
     """Embed the workspace's missing target vectors (see the module's contract); return how many
-    were written. ``progress`` is called with each committed batch's count. Raises
-    ``EmbeddingUnavailable`` when the model fails (the batches committed before stay)."""
+    were written. ``progress`` is called with each committed batch's count. With ``stop_after_s``
+    the run ends after the first batch that commits that many seconds or more after it started,
+    leaving the rest (and the index) to the next run. Raises ``EmbeddingUnavailable`` when the
+    model fails (the batches committed before stay)."""
     if batch < 1:
         raise ValueError("batch must be at least 1")
+    started = time.monotonic()
     written = 0
     while True:
         with transaction.atomic():
@@ -79,6 +84,8 @@ def reembed(*, workspace_id: int, source_space: str, target: EmbeddingConfig, ba
         written += len(rows)
         if progress is not None:
             progress(len(rows))
+        if stop_after_s is not None and time.monotonic() - started >= stop_after_s:
+            return written
     embedding_space_ensure_index(target.space, target.dimensions)
     return written
 

@@ -6,7 +6,7 @@ from .lexical import LexicalHit, LexicalPage, LexicalResponse, LexicalTiming
 from .memory import (Brief, MemoryAround, MemoryFact, MemoryFactSource, MemoryGrep, MemoryHistory, MemoryHit,
                      MemoryKnown, MemoryLatest, MemoryLs, MemoryLsEntry, MemoryRead, MemoryVersion, MemoryWorkedOut)
 from .reads import (CollectionContract, CollectionField, CollectionList, Document, DocumentBelief, DocumentHistory,
-                    DocumentRetraction, DocumentVersion, Health, ReplicaHealth, TimelinePage, TimelineRow)
+                    DocumentRetraction, DocumentVersion, Health, HealthProblem, ReplicaHealth, TimelinePage, TimelineRow)
 from .records import IngestOutcome, IngestResult, Record, RecordInput, ReviewRecord, ReviewResult
 from .retrieval import (ContextComponents, ContextResponse, ContextSection, Evaluation, Feedback, MemoryContext,
                         MemoryContextSections, Receipt, RetrievedEntry)
@@ -16,7 +16,7 @@ from .tools import Tool, ToolAnnotations, ToolCatalog, ToolInterface, ToolList, 
 __all__ = [
     "Brief", "CollectionContract", "CollectionField", "CollectionList", "ContextComponents", "ContextResponse",
     "ContextSection", "Document", "DocumentBelief", "DocumentHistory", "DocumentRetraction", "DocumentVersion",
-    "Evaluation", "Feedback", "Health", "IngestOutcome", "IngestResult", "LexicalHit", "LexicalPage",
+    "Evaluation", "Feedback", "Health", "HealthProblem", "IngestOutcome", "IngestResult", "LexicalHit", "LexicalPage",
     "LexicalResponse", "LexicalTiming", "MemoryAround", "MemoryContext", "MemoryContextSections", "MemoryFact",
     "MemoryFactSource", "MemoryGrep", "MemoryHistory", "MemoryHit", "MemoryKnown", "MemoryLatest", "MemoryLs",
     "MemoryLsEntry", "MemoryRead", "MemoryVersion", "MemoryWorkedOut", "RankSchema",

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import Any
 
 
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReplicaHealth:
     """One read replica as the server's read router sees it (``state``: ok, down, lagging,
@@ -19,9 +18,24 @@ class ReplicaHealth:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class HealthProblem:
+    """One figure of ``/health`` past its threshold: its dotted ``check`` path, its value, the
+    limit it passed and why that matters."""
+
+    check: str
+    value: Any
+    limit: Any
+    why: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Health:
     ok: bool
     db: bool
+    status: str | None = None  # ok or degraded; absent when the database does not answer
+    degraded: tuple[HealthProblem, ...] | None = None
+    queues: Any = None  # broker, and per queue its depth and oldest age (a JSON object)
+    backlog: Any = None  # pending records and lexical pending rows (a JSON object)
     replicas: tuple[ReplicaHealth, ...] | None = None  # only when the server has read replicas
 
 

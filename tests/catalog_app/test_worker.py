@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from catalog_app.models import Record, RecordEmbedding
 from catalog_app.services.catalog_load import catalog_load
+from memseek_site.queues import ENRICHMENT, TASK_ROUTES
 from tests.catalog_app.factories import pending_record
 from tests.openai_server import Hang, ScriptedOpenAIServer, llm_catalog_dir
 
@@ -74,7 +75,8 @@ class Workers:
         self.running: list[subprocess.Popen] = []
         self.logs: list[Path] = []
 
-    def start(self, **env) -> subprocess.Popen:
+    def start(self, queues: str | None = None, **env) -> subprocess.Popen:
+        """Start a worker consuming ``queues`` (comma-separated; default every queue)."""
         log = self.directory / f"worker-{len(self.logs) + 1}.log"
         self.logs.append(log)
         environment = {**os.environ, "DATABASE_URL": database_url(), "CELERY_BROKER_URL": BROKER_URL,
@@ -84,7 +86,8 @@ class Workers:
             process = subprocess.Popen(
                 [sys.executable, "-m", "celery", "-A", "memseek_site", "worker", "--loglevel=INFO",
                  "--concurrency=1", "--pool=prefork", f"--hostname=test-{uuid.uuid4().hex[:8]}@%h",
-                 "--without-gossip", "--without-mingle", "--without-heartbeat"],
+                 "--without-gossip", "--without-mingle", "--without-heartbeat",
+                 *([f"--queues={queues}"] if queues else [])],
                 cwd=PROJECT, env=environment, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
         self.running.append(process)
         wait_for(lambda: " ready." in log.read_text() or process.poll() is not None, 60, "the worker to start",
@@ -118,8 +121,9 @@ def broker():
 
 @pytest.fixture
 def producer(broker):
-    """Sends tasks by name through the broker, as the web process does in production."""
+    """Sends tasks by name through the broker to their queues, as the web process does in production."""
     app = Celery("memseek-test-producer", broker=BROKER_URL, set_as_current=False)
+    app.conf.task_routes = TASK_ROUTES
     yield app
     app.close()
 
@@ -298,7 +302,7 @@ def test_records_whose_messages_the_broker_lost_are_finished(llm_workspace, rele
     assert chat_server.hang_started.wait(60), "the worker never called the model"
     ids = memos(llm_workspace, 10)
     producer.send_task(TASK, args=[ids])
-    assert broker.llen("celery") >= 1  # queued behind the busy pool process
+    assert broker.llen(ENRICHMENT) >= 1  # queued behind the busy pool process
     broker.flushdb()  # what a restart does to a Redis that keeps nothing on disk
     release_hang.set()
     wait_for_recovery(ids, workers.logs)

@@ -1,11 +1,17 @@
 """``GET /metrics`` in one process: off by default, the key, the exposition parsed by
 ``prometheus_client``'s own parser, request and model-call series moving (docs/metrics.md)."""
+import json
+import os
+import time
+
 import pytest
+import redis
 from django.test import Client, override_settings
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench.processes import free_port
 from catalog_app.llm import ProviderTransport, chat_complete
+from memseek_site.queues import LEXICAL, PUBLISHED_AT_HEADER, QUEUES
 from tests.catalog_app.test_llm import MESSAGES, models_for
 from tests.openai_server import ScriptedOpenAIServer, Status
 
@@ -126,8 +132,30 @@ def test_backlog_and_slot_gauges_are_read_at_scrape_time(api, catalog):
     for name in ("memseek_enrichment_backlog_records", "memseek_enrichment_backlog_oldest_age_seconds",
                  "memseek_lexical_pending_rows"):
         assert name in samples, name
-    # The queue gauges are declared for the queue layer to feed; until then they have no samples.
+    # Without a broker tasks run in the request: there is no queue to measure.
     assert "memseek_queue_depth" not in samples
+
+
+def test_queue_gauges_read_each_queue_on_the_redis_broker():
+    broker = f"redis://127.0.0.1:6379/{os.environ.get('MEMSEEK_TEST_REDIS_DB', '14')}"
+    client = redis.Redis.from_url(broker)
+    try:
+        client.ping()
+    except redis.RedisError:
+        pytest.skip("no Redis answers on 127.0.0.1:6379 (CI starts one)")
+    client.flushdb()
+    published = time.time() - 30
+    client.lpush(LEXICAL, json.dumps({"headers": {PUBLISHED_AT_HEADER: published}, "body": ""}))
+    client.lpush(LEXICAL, json.dumps({"headers": {PUBLISHED_AT_HEADER: time.time()}, "body": ""}))
+    try:
+        with override_settings(MEMSEEK=ON, CELERY_TASK_ALWAYS_EAGER=False, CELERY_BROKER_URL=broker):
+            samples = scrape(Client())
+    finally:
+        client.flushdb()
+    depths = {dict(labels)["queue"]: sample for labels, sample in samples["memseek_queue_depth"].items()}
+    assert depths == {queue: (2 if queue == LEXICAL else 0) for queue in QUEUES}
+    ages = {dict(labels)["queue"]: sample for labels, sample in samples["memseek_queue_oldest_age_seconds"].items()}
+    assert ages[LEXICAL] >= 30 and all(ages[queue] == 0 for queue in QUEUES if queue != LEXICAL)
 
 
 def test_model_calls_are_counted_by_provider_and_outcome():
