@@ -127,7 +127,8 @@ def markdown(result: dict) -> str:
     recall = result.get("recall")
     if recall:
         lines += ["## Evidence recall of the brief's hits (LoCoMo dev split)", "",
-                  f"{recall['questions']} questions over {recall['turns']} turns ({', '.join(recall['conversations'])}); "
+                  f"{recall['questions']} questions over "
+                  f"{recall['turns']} turns ({', '.join(recall['conversations'])}); "
                   f"questions asked as of {recall['as_of']} (`before`); LoCoMo paper evidence recall in percent "
                   "(see `bench/locomo.py`).", ""]
         header = ["config", "what", "R@5", "R@10", *(f"R@10 {n} {name}" for n, name in CATEGORIES.items()),
@@ -138,7 +139,8 @@ def markdown(result: dict) -> str:
             rows.append([f"`{name}`", entry["label"], *(f"{entry['recall'][str(c)]['overall']:.1f}" for c in CUTOFFS),
                          *(f"{at10[f'{n} {c}']:.1f}" if at10[f"{n} {c}"] is not None else None
                            for n, c in CATEGORIES.items()), f"{entry['latency_http']['p50_ms']:.1f}"])
-        rows.append(["DRAGON", "LoCoMo paper Table 3 (all ten conversations)", f"{DRAGON['5']:.1f}", f"{DRAGON['10']:.1f}",
+        rows.append(["DRAGON", "LoCoMo paper Table 3 (all ten conversations)",
+                     f"{DRAGON['5']:.1f}", f"{DRAGON['10']:.1f}",
                      *([None] * len(CATEGORIES)), None])
         lines.append(markdown_table(header, rows))
         target = recall["target"]
@@ -157,11 +159,13 @@ def markdown(result: dict) -> str:
                   "", f"- brief ÷ hybrid /search (p50): {latency['ratio_p50']:.2f}; "
                   + (f"brief ÷ brief without neighbour lending (p50): {latency['neighbours_ratio_p50']:.2f}; "
                      if "neighbours_ratio_p50" in latency else "") + f"mean hits {entry['mean_found']:.1f}; "
-                  f"query embedding p50 {entry['query_embedding']['service']['p50_ms']:.1f} ms (excluded); load average "
-                  f"{entry['load_average_1m']}.",
+                  f"query embedding p50 {entry['query_embedding']['service']['p50_ms']:.1f} ms (excluded); "
+                  f"load average {entry['load_average_1m']}.",
                   f"- Target: brief p50 ≤ {TARGET_P50_MS:.0f} ms at 100,000 records"
-                  + (f": {latency['brief']['p50_ms']:.1f} ms, {'met' if latency['brief']['p50_ms'] <= TARGET_P50_MS else 'missed'}."
-                     if int(size) == 100_000 else f" (this run: {int(size):,} records; run --latency-size 100000)."), ""]
+                  + (f": {latency['brief']['p50_ms']:.1f} ms, "
+                     f"{'met' if latency['brief']['p50_ms'] <= TARGET_P50_MS else 'missed'}."
+                     if int(size) == 100_000
+                     else f" (this run: {int(size):,} records; run --latency-size 100000)."), ""]
     if result.get("latency_note"):
         lines += [f"- {result['latency_note']}", ""]
     return "\n".join(lines) + "\n"
@@ -180,7 +184,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=setup.SEED)
     parser.add_argument("--cache", type=Path, default=setup.CACHE)
     parser.add_argument("--vectors", choices=("model", "words"), default="model",
-                        help="latency corpus vectors: MiniLM of each text, or the mean of its words' (see brief_latency)")
+                        help="latency corpus vectors: MiniLM of each text, "
+                             "or the mean of its words' (see brief_latency)")
     parser.add_argument("--rebuild", action="store_true")
     parser.add_argument("--drop", action="store_true", help="drop the latency corpus database(s) at the end")
     parser.add_argument("--skip", default="", help="comma list: recall, latency")

@@ -65,7 +65,8 @@ def _measure(args, size: int, database: str) -> dict:
     workspace.refresh_from_db()
     queries = setup.query_texts(corpus["items"], args.queries, args.seed)
     config = catalog_for_workspace(workspace).value("models", "models").embedding
-    embedding, vectors = setup.measure_query_embedding(config, workspace.pk, list(dict.fromkeys(q["q"] for q in queries)),
+    embedding, vectors = setup.measure_query_embedding(config, workspace.pk,
+                                                       list(dict.fromkeys(q["q"] for q in queries)),
                                                        f"{size}: query embedding")
     cache = VectorCache(vectors)
     previous = dict(getattr(settings, "MEMSEEK", {}) or {})
@@ -101,7 +102,8 @@ def _measure(args, size: int, database: str) -> dict:
     out = {name: latency_summary(values) for name, values in times.items()}
     out["ratio_p50"] = out["brief"]["p50_ms"] / out["hybrid_search"]["p50_ms"]
     out["neighbours_ratio_p50"] = out["brief"]["p50_ms"] / out["brief_fused_only"]["p50_ms"]
-    return {"size": size, "vectors": args.vectors, "build": corpus["build"], "prepared": prepared, "queries": len(queries),
+    return {"size": size, "vectors": args.vectors, "build": corpus["build"],
+            "prepared": prepared, "queries": len(queries),
             "iterations": args.iterations, "latency": out, "query_embedding": embedding,
             "mean_found": sum(found) / len(found), "vector_cache_misses": cache.misses,
             "load_average_1m": [round(load_start, 2), round(os.getloadavg()[0], 2)],

@@ -179,7 +179,8 @@ def environment() -> dict:
             "dirty": bool(dirty),
             "modified_tracked_files": dirty,
         },
-        "database": "DATABASE_URL" if os.environ.get("DATABASE_URL", "").strip() else "embedded PostgreSQL (var/pgdata)",
+        "database": "DATABASE_URL" if os.environ.get("DATABASE_URL", "").strip()
+            else "embedded PostgreSQL (var/pgdata)",
         "settings": {name: memseek_setting(name)
                      for name in ("MAX_BATCH", "ENRICH_BATCH", "ENRICH_POOL", "ENRICH_CLAIM",
                                                              "EMBEDDING_BATCH")},
@@ -371,7 +372,8 @@ def measure_api(server: Server, copier: RowCopier, workspaces: dict, measure: st
     return {"compaction": API_COMPACTION[measure], "records": n, "api_seconds": sum(api_times),
             "per_row_seconds": sum(row_times), "multi_row_seconds": sum(multi_times),
             "api_latency": _latency(api_times), "per_row_latency": _latency(row_times),
-            "multi_row_latency": _latency(multi_times), "ready_at_insert": ready, "rows_per_workspace": n + len(warm), "load_average": load}
+            "multi_row_latency": _latency(multi_times), "ready_at_insert": ready,
+            "rows_per_workspace": n + len(warm), "load_average": load}
 
 
 def padding_analysis(model, texts: list[str], claim: int, window: int, embedding_batch: int) -> dict:
@@ -513,7 +515,8 @@ def rows_for(results: dict) -> list[dict]:
             ratio = api_rps / baseline_rps
             rows.append({"measure": f"API ingest: POST /records, batches of 100, no processors, {api['compaction']}",
                          "records": api["records"], "seconds": api["api_seconds"], "records_per_s": api_rps,
-                         "baseline": label, "baseline_seconds": api[seconds_key], "baseline_records_per_s": baseline_rps,
+                         "baseline": label, "baseline_seconds": api[seconds_key],
+                         "baseline_records_per_s": baseline_rps,
                          "ratio": ratio, "target": target, "met": None if target is None else ratio >= target})
     for ready in (results.get(name) for name in READY_MEASURES):
         if not ready:
@@ -564,11 +567,13 @@ def markdown_report(results: dict) -> str:
         markdown_table(results["table"]), "",
         f"- Machine: {machine['cores']} cores ({machine['cpu']}), {machine['memory_gib']} GiB; "
         f"load average at start {machine['load_average_at_start']}; torch threads {machine['torch_threads']}.",
-        f"- Versions: Python {versions['python']}, Django {versions['django']}, PostgreSQL {versions['postgres_server']}, "
+        f"- Versions: Python {versions['python']}, Django {versions['django']}, "
+        f"PostgreSQL {versions['postgres_server']}, "
         f"psycopg {versions['psycopg']}, gunicorn {versions['gunicorn']}, torch {versions['torch']}, "
         f"sentence-transformers {versions['sentence_transformers']}.",
         f"- Commit {git['commit']} ({git['branch']})" + (
-            f", working tree dirty ({len(git['modified_tracked_files'])} modified tracked files)." if git["dirty"] else "."),
+            f", working tree dirty ({len(git['modified_tracked_files'])} modified tracked files)."
+                if git["dirty"] else "."),
         f"- Database: {env['database']}; settings {env['settings']}.",
     ]
     for api in (results.get(name) for name in API_MEASURES):
@@ -581,7 +586,8 @@ def markdown_report(results: dict) -> str:
     for ready in (results.get(name) for name in READY_MEASURES):
         if not ready:
             continue
-        lines.append(f"- Ingest-to-ready ({ready['enrichment']}): all POSTs answered after {ready['all_posted_seconds']:.2f}s, all ready after "
+        lines.append(f"- Ingest-to-ready ({ready['enrichment']}): all POSTs answered "
+                     f"after {ready['all_posted_seconds']:.2f}s, all ready after "
                      f"{ready['ready_seconds']:.2f}s; request latency {ready['request_latency']}; encode runs before/"
                      f"after ({results['encode_baseline']['binding_form']}) "
                      f"{[round(run, 2) for run in ready['encode_runs']]} s (the faster is the baseline; the run "
@@ -589,7 +595,8 @@ def markdown_report(results: dict) -> str:
     if results.get("encode_baseline"):
         forms = results["encode_baseline"]
         lines.append(f"- Raw encode of the texts at the start: one process "
-                     f"({forms['one_process_torch_threads']} torch threads) {forms['start_seconds']['one_process']:.2f} s, "
+                     f"({forms['one_process_torch_threads']} torch threads) "
+                     f"{forms['start_seconds']['one_process']:.2f} s, "
                      f"{forms['processes']} processes × {forms['threads_per_process']} thread(s) "
                      f"{forms['start_seconds']['processes']:.2f} s (in Memseek's calls by token count "
                      f"{forms['start_seconds']['processes_token_calls']:.2f} s); the targets hold against the faster "

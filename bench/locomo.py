@@ -363,7 +363,8 @@ def main(argv=None) -> int:
                 turns_of = {qid: [dia_of[r] for r in ids] for qid, ids in ranked.items()}
                 return evaluate(turns_of, questions, known)["recall"]["10"]["overall"]
 
-            scoped = [(q["qid"], q["question"], {"collections": ["turns"], "entities": [q["entity"]]}) for q in questions]
+            scoped = [(q["qid"], q["question"], {"collections": ["turns"], "entities": [q["entity"]]})
+                      for q in questions]
             write_json(args.out / "locomo_sweep.json", sweep(bench.workspace, scoped, k=K, score=recall10,
                                                           metric="evidence recall@10"))
         runs = {}

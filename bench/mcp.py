@@ -172,7 +172,8 @@ def markdown_report(results: dict) -> str:
         lines.append(f"| {labels[name]} | {s['p50_ms']:.1f} | {s['p95_ms']:.1f} | {s['p99_ms']:.1f} | "
                      f"{s['mean_ms']:.1f} | {ratios} |")
     load = results["load_average"]
-    lines += ["", f"Load average (1, 5, 15 min) at the start {', '.join(f'{x:.1f}' for x in load['start'])}, at the end "
+    lines += ["", f"Load average (1, 5, 15 min) at the start "
+                  f"{', '.join(f'{x:.1f}' for x in load['start'])}, at the end "
               f"{', '.join(f'{x:.1f}' for x in load['end'])} ({results['environment']['machine']['cores']} cores)."]
     target = results["target"]
     lines += ["", f"Target: SDK tool call p50 at most {target['ratio_p50_mcp_sdk_max']}x the REST p50: "

@@ -121,7 +121,8 @@ class Server:
 
 class CeleryWorker:
     """``celery -A memseek_site worker`` with ``concurrency`` pool processes on ``broker`` (and
-    ``env`` over this process's environment), started and awaited; its pool processes share the cores for torch (``catalog_app.signals``)."""
+    ``env`` over this process's environment), started and awaited;
+    its pool processes share the cores for torch (``catalog_app.signals``)."""
 
     def __init__(self, broker: str, concurrency: int, env: dict, timeout_s: float = 120):
         self.log = tempfile.NamedTemporaryFile(prefix="memseek-bench-celery-", suffix=".log", delete=False)

@@ -156,7 +156,8 @@ def environment() -> dict:
         },
         "database": ("DATABASE_URL" if os.environ.get("DATABASE_URL", "").strip() else "embedded PostgreSQL")
                     + f" (database {settings.DATABASES['default']['NAME']})",
-        "enrichment": "celery broker" if settings.CELERY_BROKER_URL else "inside each POST /records after its commit (no broker)",
+        "enrichment": "celery broker" if settings.CELERY_BROKER_URL
+            else "inside each POST /records after its commit (no broker)",
         "api": "gunicorn memseek_site.wsgi on 127.0.0.1 (sync workers, one torch thread each), "
                "client threads in the harness process (http.client)",
     }
@@ -326,7 +327,8 @@ def query_vectors(workspace, texts: list[str], *, desc: str):
     from catalog_app.embedding import embed_query
 
     config = catalog_for_workspace(workspace).value("models", "models").embedding
-    return np.asarray([embed_query(config, text, workspace_id=workspace.pk) for text in progress(texts, desc=desc, unit="q")],
+    return np.asarray([embed_query(config, text, workspace_id=workspace.pk)
+                       for text in progress(texts, desc=desc, unit="q")],
                       dtype=np.float32)
 
 

@@ -116,7 +116,8 @@ class RetrieveBench:
         self.capture = LegCapture(self.cache)
 
     def measure_embedding(self) -> tuple[dict, dict]:
-        return setup.measure_query_embedding(self.config, self.workspace.pk, list(dict.fromkeys(q["q"] for q in self.queries)),
+        return setup.measure_query_embedding(self.config, self.workspace.pk,
+                                             list(dict.fromkeys(q["q"] for q in self.queries)),
                                              f"{self.size}: query embedding")
 
     def call_retrieve(self, body: dict, trace=None) -> dict:

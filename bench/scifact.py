@@ -380,7 +380,8 @@ def main(argv=None) -> int:
                 docs = {qid: [doc_of[r] for r in ids] for qid, ids in ranked.items()}
                 return evaluate(docs, qrels_list, qids)["metrics"]["nDCG@10"]
 
-            write_json(args.out / "scifact_sweep.json", sweep(bench.workspace, [(qid, text, SCOPE) for qid, text in queries],
+            write_json(args.out / "scifact_sweep.json", sweep(bench.workspace,
+                                                           [(qid, text, SCOPE) for qid, text in queries],
                                                            k=K, score=ndcg10, metric="nDCG@10"))
         runs = {}
         query_started = time.perf_counter()

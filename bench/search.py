@@ -167,7 +167,8 @@ class SqlCapture(Cached):
 
         with connection.execute_wrapper(wrapper):
             yield
-        from catalog_app.lexical.tables import DOCUMENT, SOURCE_TOTALS  # after django.setup(): `python bench/search.py` too
+        # after django.setup(): `python bench/search.py` too
+        from catalog_app.lexical.tables import DOCUMENT, SOURCE_TOTALS
 
         # the vector channel's workspace-size probe answers a count, not candidates
         statements = [(sql, params) for sql, params in statements if SOURCE_TOTALS not in sql]
@@ -573,7 +574,8 @@ class Bench:
             for stage, _trace_stage, nested in STAGES:
                 values = per_stage.get(stage, [])
                 if values:
-                    stages[stage] = {"mean_ms": 1000 * sum(values) / n, "cpu_mean_ms": 1000 * sum(per_stage_cpu[stage]) / n,
+                    stages[stage] = {"mean_ms": 1000 * sum(values) / n,
+                                     "cpu_mean_ms": 1000 * sum(per_stage_cpu[stage]) / n,
                                      "nested_in": nested}
             top = sum(v["mean_ms"] for v in stages.values() if v["nested_in"] is None)
             top_cpu = sum(v["cpu_mean_ms"] for v in stages.values() if v["nested_in"] is None)
@@ -703,7 +705,8 @@ def drive(server, requests: list[tuple[str, str, bytes | None]], key: str, clien
         thread.join()
     elapsed = time.perf_counter() - started
     return {"clients": clients, "seconds": elapsed, "requests": len(latencies), "errors": len(errors),
-            "error_samples": errors[:3], "requests_per_s": len(latencies) / elapsed, "latency": latency_summary(latencies)}
+            "error_samples": errors[:3],
+            "requests_per_s": len(latencies) / elapsed, "latency": latency_summary(latencies)}
 
 
 def measure_server(args, bench: Bench) -> dict:
@@ -745,7 +748,8 @@ def measure_server(args, bench: Bench) -> dict:
             drive(server, searches, bench.key, 2 * workers, args.warmup_seconds or max(10.0, 4.0 * workers))
             for clients in args.clients:
                 log(f"{bench.size}: search (OMP_NUM_THREADS=1) with {clients} client(s) for {args.throughput_seconds}s")
-                row = {"clients": clients, "search": drive(server, searches, bench.key, clients, args.throughput_seconds)}
+                row = {"clients": clients,
+                       "search": drive(server, searches, bench.key, clients, args.throughput_seconds)}
                 health = next(r["health"] for r in rounds if r["clients"] == clients)
                 row["ratio_rps"] = row["search"]["requests_per_s"] / health["requests_per_s"]
                 one_thread.append(row)
@@ -859,7 +863,9 @@ def findings(out: dict) -> list[str]:
         f"own connection (the canonical reload of those of the {hybrid.get('candidates_mean', 0):.0f} candidates "
         f"the channels did not reload as they answered: {_ms(parts['reload SQL'])} ms wall), presents and renders "
         f"the {K} hits ({_ms(parts['present (hits, render)'])} ms), ranks "
-        f"({_ms(parts['rank (expression)'] + parts['rank (order)'])} ms), rechecks ({_ms(parts['recheck'])} ms) and resolves the spec ({_ms(parts['resolve'])} ms). This process spent "
+        f"({_ms(parts['rank (expression)'] + parts['rank (order)'])} ms), "
+        f"rechecks ({_ms(parts['recheck'])} ms) "
+        f"and resolves the spec ({_ms(parts['resolve'])} ms). This process spent "
         f"{_ms(stages['process_cpu_mean_ms'])} ms of CPU per hybrid request; the rest of the "
         f"{_ms(stages['total_mean_ms'])} ms is PostgreSQL, the socket and waiting for a CPU.")
     for label in ("2 sources (RRF)", "4 sources (RRF)"):
@@ -929,17 +935,20 @@ def markdown_report(results: dict) -> str:
         lines += [f"{out['queries']} queries × {out['iterations']} iterations per measure "
                   f"(samples: {', '.join(repr(q) for q in out['query_samples'][:4])}, ...).", ""]
         lines += ["| search | service p50 | p95 | p99 | warm p50 | warm p95 | baseline | baseline p50 | p95 | "
-                  "ratio p50 | ratio p95 | baseline agrees |", "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|"]
+                  "ratio p50 | ratio p95 | baseline agrees |",
+                  "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|"]
         for row in out["searches"] + out["multi"] + out["graph"]:
             s, b = row["service"], row["baseline"]
             name = row["name"] + (f" (mean {row['paths_mean']:.0f} paths, {100 * row['truncated_fraction']:.0f}% "
                                   f"truncated at {row['limit']})" if row["kind"] == "graph" else "")
             w = row["service_warm"]
             lines.append(f"| {name} | {_ms(s['p50_ms'])} | {_ms(s['p95_ms'])} | {_ms(s['p99_ms'])} | "
-                         f"{_ms(w['p50_ms'])} | {_ms(w['p95_ms'])} | {row['baseline_label']} | {_ms(b['p50_ms'])} | {_ms(b['p95_ms'])} | {row['ratio_p50']:.2f} | "
+                         f"{_ms(w['p50_ms'])} | {_ms(w['p95_ms'])} | {row['baseline_label']} | "
+                         f"{_ms(b['p50_ms'])} | {_ms(b['p95_ms'])} | {row['ratio_p50']:.2f} | "
                          f"{row['ratio_p95']:.2f} | {row.get('baseline_agrees', '—')} |")
         lines.append("")
-        lines.append("Combined searches beside the single hybrid search (service p50 / single hybrid p50): " + ", ".join(
+        lines.append("Combined searches beside the single hybrid search "
+                     "(service p50 / single hybrid p50): " + ", ".join(
             f"{row['name']} {row['ratio_to_single_hybrid_p50']:.2f}×" for row in out["multi"]) + ".")
         emb = out["embedding"]
         lines += ["", f"Query embedding (excluded above): `embed_query` p50 {_ms(emb['service']['p50_ms'])} ms, p95 "
@@ -953,7 +962,8 @@ def markdown_report(results: dict) -> str:
                      f"{out['embedding']['torch_threads']} threads)."] if "embedding_one_thread" in out else []),
                   f"Eager touch-on-read (without a broker, runs in the request): p50 "
                   f"{_ms(out['touch_on_read_eager']['p50_ms'])} ms per search.", ""]
-        lines += ["Targets" + ("" if size == TARGET_SIZE else f" (set for {TARGET_SIZE:,} records; shown for reference)")
+        lines += ["Targets" + ("" if size == TARGET_SIZE
+                               else f" (set for {TARGET_SIZE:,} records; shown for reference)")
                   + ":", ""]
         for target in out["targets"]:
             lines.append(f"- {target['target']}: {target['value']:.2f} — {'met' if target['met'] else '**missed**'}")
@@ -975,9 +985,12 @@ def markdown_report(results: dict) -> str:
             "—" if v["sql_statements_per_request"] is None else f"{v['sql_statements_per_request']:.0f}"
             for v in out["stages"].values()) + " |")
         vector_plan = out["explain"]["vector"]
-        lines += ["", f"Vector candidate query uses the HNSW index: **{'yes' if vector_plan['uses_hnsw_index'] else 'NO'}**"
+        lines += ["", f"Vector candidate query uses the HNSW index: "
+                      f"**{'yes' if vector_plan['uses_hnsw_index'] else 'NO'}**"
                   f" (EXPLAIN ANALYZE, query {vector_plan['query']!r}):", "", "```",
-                  *vector_plan["plan"], "```", "", "Text channel baseline plan (the exact scan the lexical index replaces):", "", "```", *out["explain"]["text"]["plan"],
+                  *vector_plan["plan"], "```", "",
+                  "Text channel baseline plan (the exact scan the lexical index replaces):", "", "```",
+                  *out["explain"]["text"]["plan"],
                   "```", ""]
         throughput = out.get("throughput")
         if throughput:
@@ -987,7 +1000,8 @@ def markdown_report(results: dict) -> str:
             for row in throughput["rounds"]:
                 s, h = row["search"], row["health"]
                 lines.append(f"| {row['clients']} | {s['requests_per_s']:.1f} | {_ms(s['latency']['p50_ms'])} | "
-                             f"{_ms(s['latency']['p95_ms'])} | {h['requests_per_s']:.0f} | {_ms(h['latency']['p50_ms'])} "
+                             f"{_ms(s['latency']['p95_ms'])} | {h['requests_per_s']:.0f} | "
+                             f"{_ms(h['latency']['p50_ms'])} "
                              f"| {row['ratio_rps']:.3f} | {s['errors'] + h['errors']} |")
             for row in throughput.get("rounds_omp_one_thread", []):
                 s = row["search"]
@@ -995,14 +1009,17 @@ def markdown_report(results: dict) -> str:
                              f"{_ms(s['latency']['p50_ms'])} | {_ms(s['latency']['p95_ms'])} | (as above) | | "
                              f"{row['ratio_rps']:.3f} | {s['errors']} |")
             memory = throughput["memory"]
-            lines += ["", f"Resident memory per gunicorn worker: {', '.join(f'{v:.0f}' for v in memory['worker_rss_mib_after_health'].values())} MiB after /health only; "
+            lines += ["", f"Resident memory per gunicorn worker: "
+                          f"{', '.join(f'{v:.0f}' for v in memory['worker_rss_mib_after_health'].values())} "
+                          f"MiB after /health only; "
                       f"{', '.join(f'{v:.0f}' for v in memory['worker_rss_mib_model_loaded'].values())} MiB with the "
                       f"model loaded; {', '.join(f'{v:.0f}' for v in memory['worker_rss_mib_end'].values())} MiB at "
                       f"the end; baseline `python -c \"import django\"` {memory['bare_django_rss_mib']:.0f} MiB "
                       f"(ratio {memory['ratio']:.1f}).", ""]
     lines += ["## Method and caveats", "",
               "- Corpus: `bench/corpus.py` `make_records(size, seed)` into a `main` collection without required "
-              f"processors, plus `deps` links: {setup.GRAPH_NODES:,} services (as many as records in a smaller corpus), "
+              f"processors, plus `deps` links: {setup.GRAPH_NODES:,} services "
+              f"(as many as records in a smaller corpus), "
               f"{setup.GRAPH_OUT_DEGREE} outgoing links each. Built once per size "
               "into its own database by a shortcut: records through the ingest service (`record_ingest_batch`, "
               "batches of 100), then their real MiniLM vectors (computed once with the service's `embed_texts`, "
@@ -1131,7 +1148,8 @@ def main(argv=None) -> int:
     parser.add_argument("--warmup-seconds", type=float, default=None,
                         help="untimed concurrent searches warming each server's workers before the throughput rounds "
                              "(default: 4 per worker, at least 10)")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 2, help="gunicorn sync workers (default: cores)")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 2,
+                        help="gunicorn sync workers (default: cores)")
     parser.add_argument("--database-prefix", default="memseek_bench",
                         help="corpus databases are PREFIX_<size> on the configured server (default memseek_bench)")
     parser.add_argument("--seed", type=int, default=setup.SEED)

@@ -503,7 +503,8 @@ def build_corpus(size: int, *, database: str, rebuild: bool = False, seed: int =
     for batch in batches(items, BATCH) + batches(links, BATCH):
         result = record_ingest_batch(workspace=workspace, items=batch)
         if len(result.inserted) != len(batch):
-            raise RuntimeError(f"ingest inserted {len(result.inserted)} of {len(batch)} (duplicates: {result.duplicates})")
+            raise RuntimeError(f"ingest inserted {len(result.inserted)} of {len(batch)} "
+                               f"(duplicates: {result.duplicates})")
         bar.update(len(batch))
     bar.close()
     build["ingest_seconds"] = time.perf_counter() - phase
@@ -633,7 +634,8 @@ def _measure_query_embedding(config, workspace_id: int, texts: list[str], desc: 
     vectors, service, baseline = {}, [], []
     for iteration in range(passes):
         for index, text in enumerate(progress(texts, desc=f"{desc}, pass {iteration + 1}", unit="q")):
-            pair = [("service", lambda: embed_query(config, text, workspace_id=workspace_id)), ("raw", lambda: raw(text))]
+            pair = [("service", lambda: embed_query(config, text, workspace_id=workspace_id)),
+                    ("raw", lambda: raw(text))]
             for name, call in (pair if (iteration + index) % 2 == 0 else pair[::-1]):
                 started = time.perf_counter()
                 value = call()

@@ -46,7 +46,8 @@ QUICK = {"bodies": 300, "load_seconds": 20, "schemathesis_examples": 2, "drain_t
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="CI size: 300 bodies, 20 s of load, 2 schemathesis examples")
+    parser.add_argument("--quick", action="store_true", help="CI size: 300 bodies, "
+                                                             "20 s of load, 2 schemathesis examples")
     parser.add_argument("--bodies", type=int, help="generated bodies (default 10,000; --quick 300)")
     parser.add_argument("--load-seconds", type=float, help="seconds of writers and readers (default 60; --quick 20)")
     parser.add_argument("--schemathesis-examples", type=int, help="examples per operation (default 20; --quick 2)")
@@ -58,7 +59,8 @@ def parse_args(argv):
     parser.add_argument("--clients", type=int, default=4, help="client threads sending the generated bodies")
     parser.add_argument("--rss-ceiling-mib", type=float, default=RSS_CEILING_MIB)
     parser.add_argument("--seed", type=int, default=20)
-    parser.add_argument("--skip", default="", help="comma-separated phases to leave out: transport,bodies,schemathesis,load")
+    parser.add_argument("--skip", default="", help="comma-separated phases to leave out: "
+                                                   "transport,bodies,schemathesis,load")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args(argv)
     for name, value in (QUICK if args.quick else FULL).items():
@@ -91,7 +93,8 @@ def run(args) -> dict:
         context = fuzz_context(stack.port, demo)
         if "transport" not in args.skip:
             phases["transport"] = run_transport(stack.port, (demo, other), context.record_ids[0], tally)
-            event(f"transport: {sum(row['met'] for row in phases['transport'])} of {len(phases['transport'])} as expected")
+            event(f"transport: {sum(row['met'] for row in phases['transport'])} "
+                  f"of {len(phases['transport'])} as expected")
         if "bodies" not in args.skip:
             begun = time.monotonic()
             sent = run_fuzz(stack.port, demo, context, count=args.bodies, seed=args.seed, tally=tally,
@@ -127,7 +130,8 @@ def run(args) -> dict:
             "load_average": {"start": [round(x, 2) for x in load_at_start],
                              "end": [round(x, 2) for x in os.getloadavg()]},
             "seconds": round(time.monotonic() - started, 1), "events": events, "phases": phases,
-            "counts": tally.rows(), "routes": tally.route_rows(), "server_errors": tally.server_errors, "no_answer": tally.no_answer,
+            "counts": tally.rows(), "routes": tally.route_rows(),
+            "server_errors": tally.server_errors, "no_answer": tally.no_answer,
             "not_envelope": tally.not_envelope,
             "memory": memory, "memory_series": memory_series}
 

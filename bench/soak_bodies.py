@@ -64,7 +64,8 @@ VIEWS = ("customer_context", "open_tickets", "events_and_facts")
 TOOLS = ("customer_context", "search_memory", "brief", "grep", "open_record", "remember")
 # Letters of several scripts, digits, spaces and punctuation: drawn from a list, which Hypothesis
 # draws far faster than from Unicode categories (the soak sends thousands of bodies).
-ALPHABET = list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,;:!?'\"-()éüñßøçΩжяשׁعح中文日本語한국😀")
+ALPHABET = list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                " .,;:!?'\"-()éüñßøçΩжяשׁعح中文日本語한국😀")
 words = st.text(st.sampled_from(ALPHABET), min_size=1, max_size=60)
 # Questions repeat (the service caches query vectors per workspace, so most bodies cost no model
 # call), one in four is made up.
@@ -100,7 +101,8 @@ def well_formed(route: str, context: FuzzContext) -> st.SearchStrategy[tuple[str
                       "dedupe_key": token("soak-"),
                       "status": st.sampled_from(["active", "draft"]),
                       "collection": st.just("main")})
-        return st.tuples(st.just("/records"), st.fixed_dictionaries({"records": st.lists(record, min_size=1, max_size=5)}))
+        return st.tuples(st.just("/records"),
+                         st.fixed_dictionaries({"records": st.lists(record, min_size=1, max_size=5)}))
     if route in ("records/<str:id>/approve", "records/<str:id>/reject"):
         verb = route.rsplit("/", 1)[1]
         ids = st.sampled_from(context.draft_ids) if context.draft_ids else record_id
@@ -108,7 +110,8 @@ def well_formed(route: str, context: FuzzContext) -> st.SearchStrategy[tuple[str
     if route == "search":
         body = st.fixed_dictionaries({"q": questions, "mode": st.sampled_from(["vector", "text", "hybrid"])},
                                      optional={"k": st.integers(1, 100), "render": st.booleans(),
-                                               "scope": st.fixed_dictionaries({"entities": st.lists(entity, min_size=1, max_size=3)}),
+                                               "scope": st.fixed_dictionaries(
+                                                   {"entities": st.lists(entity, min_size=1, max_size=3)}),
                                                "include": st.just(["text", "occurred_at"])})
         recent = st.fixed_dictionaries({"mode": st.just("recent")}, optional={"k": st.integers(1, 100)})
         return st.tuples(st.just("/search"), st.one_of(body, recent))
@@ -120,7 +123,8 @@ def well_formed(route: str, context: FuzzContext) -> st.SearchStrategy[tuple[str
             {"contract_version": st.just(1), "mode": st.just("lexical"), "scope": scope, "query": query}))
     if route == "views/<str:name>/query":
         return st.tuples(st.sampled_from(VIEWS).map(lambda name: f"/views/{name}/query"),
-                         st.fixed_dictionaries({"entity": entity, "task": questions}, optional={"k": st.integers(1, 100)}))
+                         st.fixed_dictionaries({"entity": entity, "task": questions},
+                                               optional={"k": st.integers(1, 100)}))
     if route == "retrieve":
         return st.tuples(st.just("/retrieve"), st.fixed_dictionaries(
             {"query": questions}, optional={"entity": entity, "topN": st.integers(1, 100),
@@ -132,7 +136,8 @@ def well_formed(route: str, context: FuzzContext) -> st.SearchStrategy[tuple[str
             optional={"score": st.floats(0, 1), "comment": words}))
     if route == "evaluate":
         query = st.fixed_dictionaries({"query": questions,
-                                       "relevant": st.dictionaries(record_id, st.integers(1, 100), min_size=1, max_size=3)})
+                                       "relevant": st.dictionaries(record_id, st.integers(1, 100),
+                                                                   min_size=1, max_size=3)})
         return st.tuples(st.just("/evaluate"), st.fixed_dictionaries(
             {"queries": st.lists(query, min_size=1, max_size=2)}, optional={"k": st.integers(1, 100)}))
     if route == "memory/search":
@@ -143,7 +148,8 @@ def well_formed(route: str, context: FuzzContext) -> st.SearchStrategy[tuple[str
         call = st.fixed_dictionaries({"method": st.just("tools/call"), "params": st.fixed_dictionaries(
             {"name": st.sampled_from(TOOLS), "arguments": optional({"entity": entity, "task": questions,
                                                                     "query": questions, "id": record_id})})})
-        meta = {"io.modelcontextprotocol/protocolVersion": MCP_REVISION, "io.modelcontextprotocol/clientCapabilities": {},
+        meta = {"io.modelcontextprotocol/protocolVersion": MCP_REVISION,
+                "io.modelcontextprotocol/clientCapabilities": {},
                 "io.modelcontextprotocol/clientInfo": {"name": "soak", "version": "1"}}
         return st.tuples(st.just("/mcp"), st.tuples(st.one_of(listing, call), st.integers(1, 10**6)).map(
             lambda pair: {"jsonrpc": "2.0", "id": pair[1], "method": pair[0]["method"],
@@ -252,7 +258,8 @@ def _hostile(draw, route: str, context: FuzzContext) -> Case:
         raw = encode(_replaced(body, draw(st.sampled_from(places)), draw(hostile_values)), draw(st.booleans()))
     elif how == "unknown":
         target = draw(st.sampled_from([()] + [p for p in places if isinstance(_get(body, p), dict)]))
-        raw = encode(_replaced(body, target, {**_get(body, target), draw(st.text(min_size=1, max_size=12)): draw(hostile_values)}))
+        raw = encode(_replaced(body, target, {**_get(body, target),
+                                              draw(st.text(min_size=1, max_size=12)): draw(hostile_values)}))
     elif how == "missing":
         raw = encode(_removed(body, draw(st.sampled_from(places))))
     elif how == "duplicate":
@@ -266,7 +273,8 @@ def _hostile(draw, route: str, context: FuzzContext) -> Case:
     elif how == "content_type":
         raw = encode(body)
         headers = (("Content-Type", draw(st.sampled_from(["text/plain", "application/x-www-form-urlencoded",
-                                                          "multipart/form-data", "application/json; charset=latin-1"]))),)
+                                                          "multipart/form-data",
+                                                          "application/json; charset=latin-1"]))),)
     else:  # a hostile path segment (routes with one) or a hostile value
         raw = encode(body)
         segment = draw(st.sampled_from(["%00", "%ED%A0%80", "not-a-uuid", "a" * 3000, "..%2f..%2f", "%E2%80%AE",
@@ -291,6 +299,7 @@ def cases(context: FuzzContext) -> st.SearchStrategy[Case]:
         good = well_formed(route, context).map(lambda pair: Case(route=route, kind="well_formed", path=pair[0],
                                                                  body=encode(pair[1]), headers=headers))
         broken = hostile(route, context)
-        return st.sampled_from((True,) + (False,) * HOSTILE_PER_WELL_FORMED).flatmap(lambda sane: good if sane else broken)
+        return (st.sampled_from((True,) + (False,) * HOSTILE_PER_WELL_FORMED)
+                .flatmap(lambda sane: good if sane else broken))
 
     return st.one_of([for_route(route) for route in POST_ROUTES])

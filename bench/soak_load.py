@@ -51,7 +51,8 @@ def writer_batch(writer: int, batch: int) -> bytes:
     records = [{"entity": entity, "type": "event", "text": f"writer {writer} batch {batch} item {item}: the renewal "
                 f"call moved to {random.choice(['Monday', 'Tuesday', 'Friday'])}",
                 "dedupe_key": f"soak-w{writer}-b{batch}-i{item}"} for item in range(EVENTS_PER_BATCH)]
-    records.append({"entity": entity, "type": "fact", "key": "progress", "text": f"writer {writer} reached batch {batch}",
+    records.append({"entity": entity, "type": "fact", "key": "progress",
+                    "text": f"writer {writer} reached batch {batch}",
                     "dedupe_key": f"soak-w{writer}-b{batch}-progress"})
     return json.dumps({"records": records}).encode()
 
@@ -129,8 +130,8 @@ def run_load(stack, key: str, *, seconds: float, writers: int, readers: int, dat
     load_log, stop = LoadLog(), threading.Event()
     threads = [threading.Thread(target=_write, args=(stack.port, key, n, stop, load_log), name=f"soak-writer-{n}",
                                 daemon=True) for n in range(writers)]
-    threads += [threading.Thread(target=_read, args=(stack.port, key, writers, stop, load_log, n), name=f"soak-reader-{n}",
-                                 daemon=True) for n in range(readers)]
+    threads += [threading.Thread(target=_read, args=(stack.port, key, writers, stop, load_log, n),
+                                 name=f"soak-reader-{n}", daemon=True) for n in range(readers)]
     start = time.monotonic()
 
     def event(name: str) -> float:

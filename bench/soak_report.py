@@ -88,9 +88,11 @@ def markdown(result: dict) -> str:
     if result["not_envelope"]:
         out += ["", "Error answers that are not the JSON envelope (first 100):", ""]
         out += [f"- `{error['phase']}` {error['status']} {error.get('route', '')} `{error.get('path', '')[:200]}` "
-                f"body `{str(error.get('body', ''))[:300]}` → `{error['response'][:200]}`" for error in result["not_envelope"]]
+                f"body `{str(error.get('body', ''))[:300]}` → `{error['response'][:200]}`"
+                    for error in result["not_envelope"]]
     if result["no_answer"]:
-        out += ["", f"Requests without an answer: {len(result['no_answer'])} (first: {result['no_answer'][0]['error']})"]
+        out += ["", f"Requests without an answer: {len(result['no_answer'])} "
+                    f"(first: {result['no_answer'][0]['error']})"]
     if "transport" in phases:
         out += ["", "## Transport cases", "",
                 _table(["case", "status", "code", "expected", "met"],
@@ -114,13 +116,16 @@ def markdown(result: dict) -> str:
         writes = phases["load"]["writes"]
         out += ["", "## Load with faults", "",
                 _table(["at (s)", "event"], [[e["at_s"], e["event"]] for e in phases["load"]["events"]]), "",
-                f"Database-down window (stop to answering again plus grace): {phases['load']['database_down_window_s']} s.",
-                "", _table(["acknowledged", "stored", "lost", "ready", "not ready", "embedded", "duplicated dedupe keys",
+                f"Database-down window (stop to answering again plus grace): "
+                f"{phases['load']['database_down_window_s']} s.",
+                "", _table(["acknowledged", "stored", "lost", "ready",
+                            "not ready", "embedded", "duplicated dedupe keys",
                             "stale current facts", "batches never acknowledged"],
                            [[writes["acknowledged"], writes["stored"], writes["lost"], writes["ready"],
                              writes["not_ready"], writes["embedded"], writes["duplicated_dedupe_keys"],
                              len(writes["stale_current_facts"]), writes["unacknowledged_batches"]]])]
-    out += ["", f"## Peak resident memory per process (ceiling for gunicorn and Celery: {v['rss_ceiling_mib']:.0f} MiB)",
+    out += ["", f"## Peak resident memory per process "
+                f"(ceiling for gunicorn and Celery: {v['rss_ceiling_mib']:.0f} MiB)",
             "", _table(["process", "pid", "command", "peak RSS (MiB)"], _memory_rows(result["memory"]))]
     return "\n".join(out) + "\n"
 

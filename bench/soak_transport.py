@@ -42,7 +42,8 @@ def cases(record_id: str) -> list[TransportCase]:
     table = [
         TransportCase(f"10 MB body to POST {path}", "POST", path, _json(body), frozenset({400, 413, 422}))
         for path, body in (("/search", {"q": ten_mb}), ("/records", {"records": [_record(text=ten_mb)]}),
-                           ("/retrieve", {"query": ten_mb}), ("/evaluate", {"queries": [{"query": ten_mb, "relevant": {}}]}),
+                           ("/retrieve", {"query": ten_mb}),
+                           ("/evaluate", {"queries": [{"query": ten_mb, "relevant": {}}]}),
                            ("/views/customer_context/query", {"entity": "e", "task": ten_mb}),
                            ("/memory/search", {"query": ten_mb}))
     ]
@@ -50,7 +51,8 @@ def cases(record_id: str) -> list[TransportCase]:
         TransportCase("a declared body over MAX_BODY_BYTES", "POST", "/records", b"{}", frozenset({413}),
                       "body_too_large", JSON + (("Content-Length", str(OVER_MAX_BODY)),)),
         TransportCase("arrays nested 10,000 deep", "POST", "/search", deep_arrays, frozenset({422}), "json_too_deep"),
-        TransportCase("objects nested 10,000 deep", "POST", "/retrieve", deep_objects, frozenset({422}), "json_too_deep"),
+        TransportCase("objects nested 10,000 deep", "POST", "/retrieve",
+                      deep_objects, frozenset({422}), "json_too_deep"),
         TransportCase("NUL in a body string", "POST", "/search", b'{"q": "a\\u0000"}', frozenset({422}),
                       "invalid_character"),
         *[TransportCase(f"%00 in the query string of GET {path}", "GET", path, None, frozenset({400, 422}),

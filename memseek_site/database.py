@@ -80,10 +80,10 @@ def _settings_from_url(url: str) -> dict:
 def _hosts_and_ports(netloc: str) -> tuple[str, str]:
     """The host list and port list of a URL's ``netloc`` as libpq reads them, each comma-joined
     (``a:5432,b:5433`` gives ``("a,b", "5432,5433")``; a host without a port leaves its place in
-    the port list empty, so ``a,b`` gives ``("a,b", ",")``, which libpq reads as default ports). A multi-host URL is how the service
-    finds the primary of a failover cluster (libpq tries the hosts in turn, and
-    ``target_session_attrs`` picks the one that accepts writes), which ``urlparse``'s single
-    ``hostname``/``port`` cannot read. Raises ``ValueError`` for a port that is not a number."""
+    the port list empty, so ``a,b`` gives ``("a,b", ",")``, which libpq reads as default ports).
+    A multi-host URL is how the service finds the primary of a failover cluster (libpq tries the
+    hosts in turn, and ``target_session_attrs`` picks the one that accepts writes), which
+    ``urlparse``'s single ``hostname``/``port`` cannot read. Raises ``ValueError`` for a port that is not a number."""
     hosts, ports = [], []
     for item in netloc.rpartition("@")[2].split(","):
         if item.startswith("["):  # an IPv6 address: its colons are not a port's

@@ -65,7 +65,8 @@ def _operation(path: str, method: str, operation: dict) -> list[str]:
     if parameters:
         lines += ["| Parameter | In | Required | Schema | Description |", "| --- | --- | --- | --- | --- |"]
         for parameter in parameters:
-            lines.append(f"| `{parameter['name']}` | {parameter['in']} | {'yes' if parameter.get('required') else 'no'} "
+            lines.append(f"| `{parameter['name']}` | {parameter['in']} | "
+                         f"{'yes' if parameter.get('required') else 'no'} "
                          f"| {_schema_link(parameter.get('schema', {}))} | {_cell(parameter.get('description', ''))} |")
         lines.append("")
     for key in ("x-query-rules",):

@@ -59,7 +59,8 @@ def tracing_configure(exporter=None):
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
-    provider = TracerProvider(resource=Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", "memseek")}))
+    provider = TracerProvider(resource=Resource.create(
+        {"service.name": os.environ.get("OTEL_SERVICE_NAME", "memseek")}))
     provider.add_span_processor(SimpleSpanProcessor(exporter) if exporter is not None
                                 else BatchSpanProcessor(_environment_exporter()))
     instrumentors = (DjangoInstrumentor(), CeleryInstrumentor(), PsycopgInstrumentor())

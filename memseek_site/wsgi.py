@@ -1,9 +1,9 @@
 """WSGI entry point: ``gunicorn memseek_site.wsgi``.
 
 The URL configuration, and with it every view module, is imported here rather than on the first
-request (after tracing, when configured, has added its middleware), and then everything loaded so far is frozen out of the garbage collector: modules,
-settings and routes live as long as the worker, and unfrozen, every full collection of the
-worker would walk all of them again.
+request (after tracing, when configured, has added its middleware), and then everything loaded
+so far is frozen out of the garbage collector: modules, settings and routes live as long as the
+worker, and unfrozen, every full collection of the worker would walk all of them again.
 """
 import gc
 import os

@@ -80,7 +80,8 @@ def _claim_files(directory: Path, families: list[Family], issues: list[CatalogIs
         relative = path.relative_to(directory).as_posix()
         if path.is_file() and path.suffix in (".yaml", ".yml") and relative not in owner:
             issues.append(CatalogIssue(relative, "", "file_path",
-                                       "no definition family reads this file; see the catalog layout in docs/concepts.md"))
+                                       "no definition family reads this file; "
+                                       "see the catalog layout in docs/concepts.md"))
     return claimed
 
 

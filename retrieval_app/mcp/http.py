@@ -80,7 +80,8 @@ class McpView(APIView):
         responses={200: _JsonRpc, 202: None, 400: _JsonRpc, 401: ErrorSerializer, 403: ErrorSerializer,
                    404: OpenApiResponse(_JsonRpc, description="Revision 2026-07-28: a method the server does not "
                                         "have, with JSON-RPC error -32601"),
-                   405: ErrorSerializer, 406: ErrorSerializer, 413: ErrorSerializer, 415: ErrorSerializer, 422: ErrorSerializer},
+                   405: ErrorSerializer, 406: ErrorSerializer, 413: ErrorSerializer,
+                   415: ErrorSerializer, 422: ErrorSerializer},
         examples=[OpenApiExample("List the tools", request_only=True, value={
             "jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
                 "io.modelcontextprotocol/protocolVersion": "2026-07-28"}}})])

@@ -35,5 +35,6 @@ def model_calls_spent(*, workspace_id: int, now: datetime | None = None) -> int:
     """Calls spent today by the workspace."""
     day = (now or datetime.now(timezone.utc)).astimezone(timezone.utc).date()
     with serving("default"):  # the primary's count, which the spend above changes
-        row = MemoryModelCalls.objects.filter(workspace_id=workspace_id, day=day).values_list("calls", flat=True).first()
+        row = (MemoryModelCalls.objects.filter(workspace_id=workspace_id, day=day)
+               .values_list("calls", flat=True).first())
     return row or 0

@@ -31,12 +31,14 @@ def test_errors_about_the_request_as_a_whole_carry_no_path(api, workspace_and_ke
 def test_a_key_without_the_capability_is_403_without_path(workspace):
     from catalog_app.services.workspaces import api_key_create
     reader = APIClient()
-    reader.credentials(HTTP_AUTHORIZATION=f"Bearer {api_key_create(workspace=workspace, label='', capabilities={'read'})}")
+    reader.credentials(
+        HTTP_AUTHORIZATION=f"Bearer {api_key_create(workspace=workspace, label='', capabilities={'read'})}")
     _without_path(reader.post("/records", {"records": []}, format="json"), 403, "capability_missing")
 
 
 @pytest.mark.parametrize(("method", "url", "body", "status", "code", "path"), [
-    ("post", "/records", {"records": [{"entity": "", "type": "event", "text": "x"}]}, 422, "entity", "records[0].entity"),
+    ("post", "/records", {"records": [{"entity": "", "type": "event", "text": "x"}]},
+     422, "entity", "records[0].entity"),
     ("post", "/records", {"records": [], "extra": 1}, 422, "request_schema", "extra"),
     ("get", "/records/not-a-uuid", None, 422, "invalid_id", "id"),
     ("get", "/records/00000000-0000-4000-8000-000000000000", None, 404, "record_not_found", "id"),

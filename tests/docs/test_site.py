@@ -16,7 +16,8 @@ def test_mkdocs_build_strict(tmp_path):
     """``mkdocs build --strict``: a broken link or anchor, a nav entry without its page or any other
     warning fails it. The built site fetches nothing from elsewhere."""
     done = subprocess.run([str(MKDOCS), "build", "--strict", "--site-dir", str(tmp_path / "site")], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300, check=False, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+                          capture_output=True, text=True, timeout=300, check=False,
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
     assert done.returncode == 0, done.stdout + done.stderr
     site = tmp_path / "site"
     assert (site / "api" / "reference" / "index.html").exists()

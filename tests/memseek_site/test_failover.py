@@ -209,7 +209,8 @@ def _check_survivors(cluster: PatroniCluster, load: Load, what: str) -> str:
     acknowledged write is on the primary exactly once (and nothing that was never sent is);
     returns the counts, for the test's output."""
     stored = _stored(cluster.url("memseek"), load.prefix)
-    lost = sorted(entity for entity, (record_id, _, _) in load.acknowledged.items() if stored.get(entity) != [record_id])
+    lost = sorted(entity for entity, (record_id, _, _) in load.acknowledged.items()
+                  if stored.get(entity) != [record_id])
     duplicated = sorted(entity for entity, ids in stored.items() if len(ids) > 1)
     committed_anyway = sorted(entity for entity in load.refused if entity in stored)
     summary = (f"{what}: {len(load.acknowledged)} writes acknowledged, {len(load.acknowledged) - len(lost)} "
@@ -277,7 +278,8 @@ def test_killing_the_synchronous_standby_refuses_no_write(cluster_service):
         standby.kill_postmaster()
         cluster.wait_for(lambda: standby.role() == "sync", REJOIN_BOUND_S, "the standby to come back in sync")
         back_at = time.monotonic()
-        cluster.wait_for(lambda: len(load.acked_after(back_at)) >= 2 * WRITERS, 180, "writes after the standby's return")
+        cluster.wait_for(lambda: len(load.acked_after(back_at)) >= 2 * WRITERS, 180,
+                         "writes after the standby's return")
     _check_survivors(cluster, load, "standby killed")
     print(f"standby back in sync after {back_at - killed_at:.1f} s")
     assert cluster.primary() is primary
