@@ -64,25 +64,30 @@ def _free_loopback_port() -> int:
 class PgBouncer:
     """One PgBouncer process in transaction mode in front of the server at ``server_host`` (a host
     name or a Unix socket directory) and ``server_port``. ``pool_size`` server sessions at most per
-    database and user; ``port`` is set once ``start`` returns."""
+    database and user; a client waits at most ``query_wait_timeout_s`` for one, then is closed;
+    ``port`` is set once ``start`` returns."""
 
-    def __init__(self, *, server_host: str, server_port: int, user: str, pool_size: int):
+    def __init__(self, *, server_host: str, server_port: int, user: str, pool_size: int,
+                 query_wait_timeout_s: int = 60):
         self.server_host, self.server_port, self.user, self.pool_size = server_host, server_port, user, pool_size
+        self.query_wait_timeout_s = query_wait_timeout_s
         self.port: int | None = None
         self._directory: Path | None = None
         self._process: subprocess.Popen | None = None
 
-    def start(self, attempts: int = 3) -> PgBouncer:
-        """Start the pooler on a free loopback port and wait until its admin console answers;
-        retries with another port when one was taken in between. Raises ``RuntimeError`` with the
-        pooler's log when it never answers."""
+    def start(self, attempts: int = 3, *, port: int | None = None) -> PgBouncer:
+        """Start the pooler on a free loopback port (``port`` instead: the one it had before a
+        ``stop``) and wait until its admin console answers; retries with another free port when
+        one was taken in between. Raises ``RuntimeError`` with the pooler's log when it never
+        answers."""
         executable = _executable()
         if executable is None:
             raise RuntimeError("pgbouncer is not installed (Debian package pgbouncer)")
-        self._directory = Path(tempfile.mkdtemp(prefix="memseek-pgbouncer-"))
-        self._directory.chmod(0o755)  # read by the unprivileged user the pooler runs as
+        if self._directory is None:
+            self._directory = Path(tempfile.mkdtemp(prefix="memseek-pgbouncer-"))
+            self._directory.chmod(0o755)  # read by the unprivileged user the pooler runs as
         for _ in range(attempts):
-            self.port = _free_loopback_port()
+            self.port = port or _free_loopback_port()
             ini = self._write_config()
             command = [executable, str(ini)]
             if os.geteuid() == 0:
@@ -114,7 +119,7 @@ pool_mode = transaction
 default_pool_size = {self.pool_size}
 max_client_conn = 500
 ignore_startup_parameters = extra_float_digits
-query_wait_timeout = 60
+query_wait_timeout = {self.query_wait_timeout_s}
 """)
         for path in (userlist, ini):
             path.chmod(0o644)
