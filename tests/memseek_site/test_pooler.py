@@ -27,12 +27,24 @@ ROOT = Path(__file__).resolve().parents[2]
 NEEDS_PGBOUNCER = pytest.mark.skipif(
     not available(), reason="needs the pgbouncer executable (Debian package pgbouncer; .ci/run installs it)")
 # Every keyed route (by the URLconf), the error envelope of every route, the Celery workers against
-# Redis, the lexical compaction; then the writes, reads, searches and retrievals behind those routes.
+# Redis, the lexical compaction; then the writes, reads, searches, retrievals and MCP tools behind
+# those routes, fan-outs on the pool threads (autocommit, so each task's transactions are pooled)
+# and the SDK against a live server. Not tests/memseek_site/test_parallel.py: it identifies a pool
+# thread's connection by its server process (pg_backend_pid), which a transaction pooler changes by
+# design.
 POOLED_MODULES = (
     "tests/memseek_site/test_cross_workspace.py",
     "tests/memseek_site/test_api_envelope.py",
     "tests/catalog_app/test_worker.py",
     "tests/catalog_app/test_lexical_compaction.py",
+    "tests/catalog_app/test_records_write.py",
+    "tests/retrieval_app/test_lexical_route.py",
+    "tests/retrieval_app/test_retrieve.py",
+    "tests/retrieval_app/test_memory_search.py",
+    "tests/retrieval_app/test_mcp_routes.py",
+    "tests/retrieval_app/test_parallel.py",
+    "tests/search_app/test_search_modes.py",
+    "tests/memseek_client/test_client_records.py",
 )
 PROBE_MODULE = "tests/memseek_site/pooled_leak_probe.py"
 
@@ -148,8 +160,8 @@ def _pooled_pytest(run: str, modules, tmp_path) -> tuple[subprocess.CompletedPro
     report = tmp_path / "pooler.json"
     environment = {**os.environ, POOLER_VARIABLE: "pgbouncer", REPORT_VARIABLE: str(report), RUN_VARIABLE: run}
     environment.pop("DATABASE_POOLER", None)  # the pooled session sets it for what it starts
-    finished = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=-ra",
-                               *modules], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=3600)
+    finished = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *modules],
+                              cwd=ROOT, env=environment, capture_output=True, text=True, timeout=3600)
     return finished, (json.loads(report.read_text()) if report.exists() else {})
 
 
