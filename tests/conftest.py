@@ -31,7 +31,7 @@ def _parallel_threads_let_go_of_the_test_database(django_db_setup):
 
 
 @pytest.fixture(scope="session")
-def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, pgbouncer_in_front):
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, pgbouncer_in_front):  # noqa: F811
     """pytest-django's hook before the test databases are set up: on a pooled run the connection
     settings point at the pooler by now (``pgbouncer_in_front``)."""
 

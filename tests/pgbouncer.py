@@ -93,9 +93,8 @@ class PgBouncer:
             if os.geteuid() == 0:
                 pwd.getpwnam(EMBEDDED_SYSTEM_USER)  # KeyError here, not a silent pooler failure
                 command[1:1] = ["-u", EMBEDDED_SYSTEM_USER]
-            log = open(self._directory / "pgbouncer.log", "ab")
-            self._process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-            log.close()
+            with open(self._directory / "pgbouncer.log", "ab") as log:  # the child keeps its own descriptor
+                self._process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
             if self._wait_until_ready(timeout_s=15):
                 return self
             self.stop(keep_directory=True)

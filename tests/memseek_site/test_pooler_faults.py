@@ -42,11 +42,11 @@ def service():
         try:
             environment.update(DATABASE_URL=f"postgresql://{server['USER']}:@127.0.0.1:{pooler.port}/{database}",
                                DATABASE_POOLER="pgbouncer", TOUCH_ON_READ="false")
-            migrated = subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=environment,
-                                      capture_output=True, text=True, timeout=600)
+            migrated = subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], check=False, cwd=ROOT,
+                                      env=environment, capture_output=True, text=True, timeout=600)
             assert migrated.returncode == 0, migrated.stderr[-3000:]
-            created = subprocess.run([sys.executable, "manage.py", "create_workspace", "pool-co"], cwd=ROOT,
-                                     env=environment, capture_output=True, text=True, timeout=300)
+            created = subprocess.run([sys.executable, "manage.py", "create_workspace", "pool-co"], check=False,
+                                     cwd=ROOT, env=environment, capture_output=True, text=True, timeout=300)
             assert created.returncode == 0, created.stderr[-3000:]
             key = created.stdout.split()[-1]
             subprocess.run([sys.executable, "manage.py", "load_catalog", str(ROOT / "fixtures" / "catalogs" / "example"),
