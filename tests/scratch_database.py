@@ -5,9 +5,10 @@ The template is a copy of the freshly migrated test database, taken once at the 
 that has one, before any test connects to it (``migrated_template_create``). A scratch database is
 ``CREATE DATABASE ... TEMPLATE`` of it, which is what ``migrate`` on an empty database leaves, so
 the ``migrate`` its user still runs has nothing to do (on a pooled run the pooler's server sessions
-to the test database are closed first, as ``TEMPLATE`` needs no other session on it). Without a test database (a session of
-tests that never touch it) a scratch database starts empty and that ``migrate`` builds it. A test
-of migrating an empty database (``manage.py quickstart``) makes its own."""
+to the test database are closed first, as ``TEMPLATE`` needs no other session on it). Without a
+test database (a session of tests that never touch it) a scratch database starts empty and that
+``migrate`` builds it. A test of migrating an empty database (``manage.py quickstart``) makes its
+own."""
 from __future__ import annotations
 
 import os
