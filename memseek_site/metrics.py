@@ -25,7 +25,6 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, multiproces
 from prometheus_client.core import REGISTRY, GaugeMetricFamily
 from prometheus_client.exposition import choose_encoder
 
-from .queues import QueueDepth, queue_depths
 
 logger = logging.getLogger(__name__)
 
@@ -81,27 +80,6 @@ def gauge_source(name: str, documentation: str, labels: Iterable[str] = ()):
         _SOURCES[name] = GaugeSource(name, documentation, tuple(labels), read)
         return read
     return register
-
-
-def _broker_queues() -> list[QueueDepth]:
-    """Each Celery queue's depth and oldest age on the configured Redis broker; none without a
-    broker (tasks run in the request)."""
-    from django.conf import settings
-
-    if settings.CELERY_TASK_ALWAYS_EAGER:
-        return []
-    return queue_depths(settings.CELERY_BROKER_URL)
-
-
-@gauge_source("memseek_queue_depth", "Messages waiting in each Celery queue (none without a broker).", ["queue"])
-def queue_depth() -> Mapping[tuple[str, ...], float]:
-    return {(row.queue,): row.depth for row in _broker_queues()}
-
-
-@gauge_source("memseek_queue_oldest_age_seconds", "Age of the oldest message in each Celery queue (0 when it is "
-              "empty; none without a broker).", ["queue"])
-def queue_oldest_age() -> Mapping[tuple[str, ...], float]:
-    return {(row.queue,): row.oldest_age_s or 0.0 for row in _broker_queues()}
 
 
 class _GaugeSources:

@@ -1,15 +1,19 @@
 """Shared test fixtures: a workspace with a bearer key, an API client that sends it, and the
-example catalog from ``fixtures/catalogs/example`` loaded into the workspace."""
+example catalog from ``fixtures/catalogs/example`` loaded into the workspace. With
+``MEMSEEK_TEST_POOLER=pgbouncer`` the test database is reached through PgBouncer
+(``tests/pooled_database.py``)."""
 import os
 from pathlib import Path
 
 import pytest
+from django.db import connection, connections
 from rest_framework.test import APIClient
 
 from catalog_app.auth import clear_key_cache
 from catalog_app.services.catalog_load import catalog_load
 from catalog_app.services.workspaces import workspace_create
 from memseek_site import parallel
+from tests.pooled_database import pgbouncer_in_front, pooled_session_end, pooled_sessions_check  # noqa: F401
 from tests.scratch_database import migrated_template_create, migrated_template_drop
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -19,9 +23,26 @@ EXAMPLE_CATALOG = FIXTURES / "catalogs" / "example"
 @pytest.fixture(scope="session", autouse=True)
 def _parallel_threads_let_go_of_the_test_database(django_db_setup):
     """Set up after the test database and torn down before it is dropped: the pool threads'
-    persistent connections to it are closed first."""
+    persistent connections to it are closed first (and a pooler's server sessions to it after)."""
     yield
     parallel.shutdown()
+    connections.close_all()
+    pooled_session_end(connection.settings_dict["NAME"])
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix, pgbouncer_in_front):  # noqa: F811
+    """pytest-django's hook before the test databases are set up: on a pooled run the connection
+    settings point at the pooler by now (``pgbouncer_in_front``)."""
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item):
+    """On a pooled run, after each test's fixtures are torn down (its rollback included): no idle
+    server session of the test database kept state from a transaction (``pooled_sessions_check``)."""
+    result = yield
+    pooled_sessions_check(connection.settings_dict["NAME"])
+    return result
 
 
 @pytest.fixture(scope="session", autouse=True)

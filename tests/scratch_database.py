@@ -4,9 +4,11 @@ scripts), copied from one migrated template instead of each migrated anew.
 The template is a copy of the freshly migrated test database, taken once at the start of a session
 that has one, before any test connects to it (``migrated_template_create``). A scratch database is
 ``CREATE DATABASE ... TEMPLATE`` of it, which is what ``migrate`` on an empty database leaves, so
-the ``migrate`` its user still runs has nothing to do. Without a test database (a session of
-tests that never touch it) a scratch database starts empty and that ``migrate`` builds it. A test
-of migrating an empty database (``manage.py quickstart``) makes its own."""
+the ``migrate`` its user still runs has nothing to do (on a pooled run the pooler's server sessions
+to the test database are closed first, as ``TEMPLATE`` needs no other session on it). Without a
+test database (a session of tests that never touch it) a scratch database starts empty and that
+``migrate`` builds it. A test of migrating an empty database (``manage.py quickstart``) makes its
+own."""
 from __future__ import annotations
 
 import os
@@ -19,6 +21,7 @@ from django.db import connection, connections
 
 from bench.processes import database_url
 from memseek_site import parallel
+from tests.pooled_database import pooler_release
 
 
 def _admin() -> dict:
@@ -40,6 +43,7 @@ def migrated_template_create() -> str | None:
         return None
     connections.close_all()
     parallel.shutdown()
+    pooler_release(settings["NAME"])
     name = f"{settings['NAME']}_template"
     with psycopg.connect(dbname="postgres", autocommit=True, **_admin()) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')

@@ -6,7 +6,8 @@ from .lexical import LexicalHit, LexicalPage, LexicalResponse, LexicalTiming
 from .memory import (Brief, MemoryAround, MemoryFact, MemoryFactSource, MemoryGrep, MemoryHistory, MemoryHit,
                      MemoryKnown, MemoryLatest, MemoryLs, MemoryLsEntry, MemoryRead, MemoryVersion, MemoryWorkedOut)
 from .reads import (CollectionContract, CollectionField, CollectionList, Document, DocumentBelief, DocumentHistory,
-                    DocumentRetraction, DocumentVersion, Health, HealthProblem, ReplicaHealth, TimelinePage, TimelineRow)
+                    DocumentRetraction, DocumentVersion, Health, HealthProblem, ReplicaHealth, TimelinePage,
+                    TimelineRow)
 from .records import IngestOutcome, IngestResult, Record, RecordInput, ReviewRecord, ReviewResult
 from .retrieval import (ContextComponents, ContextResponse, ContextSection, Evaluation, Feedback, MemoryContext,
                         MemoryContextSections, Receipt, RetrievedEntry)

@@ -306,6 +306,6 @@ def test_with_preload_on_the_model_is_loaded_while_django_starts():
         # Settings load without connecting: no database is needed to start.
         env = {**os.environ, "PRELOAD_EMBEDDING_MODEL": preload, "EMBEDDING_RUNTIME": "torch",
                "DJANGO_SETTINGS_MODULE": "memseek_site.settings", "DATABASE_URL": "postgresql://127.0.0.1:1/none"}
-        done = subprocess.run([sys.executable, "-c", probe], cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True, text=True,
-                              timeout=300, check=True)
+        done = subprocess.run([sys.executable, "-c", probe], cwd=Path(__file__).resolve().parents[2], env=env,
+                              capture_output=True, text=True, timeout=300, check=True)
         assert done.stdout.split()[-1] == loaded, done.stderr

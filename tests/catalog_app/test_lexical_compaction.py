@@ -150,13 +150,15 @@ def test_a_second_compaction_of_a_workspace_returns_at_once(ws):
     other = psycopg.connect(host=settings_dict["HOST"], port=settings_dict["PORT"] or None,
                             dbname=settings_dict["NAME"], user=settings_dict["USER"], autocommit=True)
     try:
-        other.execute("SELECT pg_advisory_lock(%s, %s)", [_LOCK_NAMESPACE, ws.pk])
-        assert lexical_compact(workspace_id=ws.pk) is None
-        with pytest.raises(CommandError) as failure:
-            call_command("lexical_compact", "--workspace", str(ws.pk), stdout=StringIO())
-        assert "another compaction" in str(failure.value)
-        # Released here, not by the close: the server ends a closed session after close() returns.
-        other.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOCK_NAMESPACE, ws.pk])
+        # Held by a transaction, as a running compaction holds it: one server session throughout even
+        # behind a transaction pooler, and released at its end, not by the close (the server ends a
+        # closed session after close() returns).
+        with other.transaction():
+            other.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_LOCK_NAMESPACE, ws.pk])
+            assert lexical_compact(workspace_id=ws.pk) is None
+            with pytest.raises(CommandError) as failure:
+                call_command("lexical_compact", "--workspace", str(ws.pk), stdout=StringIO())
+            assert "another compaction" in str(failure.value)
     finally:
         other.close()
     assert lexical_compact(workspace_id=ws.pk) is not None
