@@ -155,7 +155,8 @@ def measured_quantiles(shared: Path = Path("/work/shared/bench")) -> dict[str, l
     abstracts, as the constants were taken."""
     sys.path.insert(0, str(ROOT))
     from bench.locomo import load_data as locomo_data
-    from bench.scifact import load_data as scifact_data, record_items
+    from bench.scifact import load_data as scifact_data
+    from bench.scifact import record_items
     from catalog_app.bm25_terms import bm25_tokens
 
     steps = np.linspace(0, 100, len(TURN_QUANTILES))
