@@ -317,25 +317,27 @@ def main(argv=None) -> int:
         (f"{synthetic[kind]}-{n}", n) for kind in dict.fromkeys(args.corpus or CORPORA) for n in sizes]
     result = {"benchmark": "lexical", "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
               "k": args.k, "targets": TARGETS, "corpora": []}
-    with bench_database(args.database, drop=args.drop, cache=CACHE):
-        use_bench_database(args.database)
-        result["environment"] = environment()
-        for name, size in corpora:
-            spec = corpus_spec(name, size, args.data)
-            workspace, info = build(name, spec, args.rebuild, args.database)
-            build_peer(workspace, info, args.database)
-            scopes = ("workspace",) if name == "scifact" else ("workspace", "entity")
-            rows = measure(workspace, spec, args.queries, args.iterations, args.k, scopes,
-                           lexical_tantivy.Peer(tantivy_path(args.database, workspace),
-                                                tuple(info["tantivy"]["analyzers"])))
-            result["corpora"].append({"name": name, "build": info, "rows": rows})
-            result["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
-            log(markdown(result))
-    if args.drop:
-        for info in CACHE.glob(f"build-{args.database}-*.json"):
-            info.unlink()
-        for index in CACHE.glob(f"tantivy-{args.database}-*"):
-            shutil.rmtree(index)
+    try:
+        with bench_database(args.database, drop=args.drop, cache=CACHE):
+            use_bench_database(args.database)
+            result["environment"] = environment()
+            for name, size in corpora:
+                spec = corpus_spec(name, size, args.data)
+                workspace, info = build(name, spec, args.rebuild, args.database)
+                build_peer(workspace, info, args.database)
+                scopes = ("workspace",) if name == "scifact" else ("workspace", "entity")
+                rows = measure(workspace, spec, args.queries, args.iterations, args.k, scopes,
+                               lexical_tantivy.Peer(tantivy_path(args.database, workspace),
+                                                    tuple(info["tantivy"]["analyzers"])))
+                result["corpora"].append({"name": name, "build": info, "rows": rows})
+                result["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+                log(markdown(result))
+    finally:  # a failed run leaves no build info or tantivy index of a dropped database
+        if args.drop:
+            for info in CACHE.glob(f"build-{args.database}-*.json"):
+                info.unlink()
+            for index in CACHE.glob(f"tantivy-{args.database}-*"):
+                shutil.rmtree(index)
     result["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "lexical.json").write_text(json.dumps(result, indent=2, default=str))
