@@ -10,7 +10,7 @@ joined by single spaces; the field's analyzer is tantivy's whitespace tokenizer 
 (no lowercasing, stemming or length limit), indexed with term frequencies and no positions (the
 lexical index keeps none). The build fails if a record's token count in a field differs from the
 length the index stores, so both engines see identical terms, tfs and lengths. Queries read the
-``bm25_v1`` field only:  ``bm25_query_terms`` of the same text: one SHOULD term query per distinct
+``bm25_v1`` field only, ``bm25_query_terms`` of the same text: one SHOULD term query per distinct
 term (OR semantics, as ``index_top_k``), and, in one entity's scope, a MUST of that OR and of the
 entity's term with a constant score of 0.
 
