@@ -29,7 +29,7 @@ from __future__ import annotations
 import itertools
 import random
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +48,7 @@ TURN_QUANTILES = (1, 9, 12, 13, 15, 16, 18, 19, 21, 23, 25, 27, 29, 32, 34, 37, 
 ABSTRACT_QUANTILES = (38, 110, 132, 146, 158, 166, 172, 179, 191, 203, 213, 222, 234, 247, 261, 273, 284, 302,
                       328, 377, 1575)
 _CONSONANTS, _VOWELS = "bdfghklmnprstvz", "aeiou"
-BASE_TIME = datetime(2025, 1, 1, tzinfo=timezone.utc)
+BASE_TIME = datetime(2025, 1, 1, tzinfo=UTC)
 
 
 def vocabulary(seed: int = 0) -> np.ndarray:
