@@ -1,25 +1,30 @@
 """``bench lexical``: exact BM25 top-k from the lexical index beside the full scan it replaces.
 
-    python bench/lexical.py [--size 100000 ...] [--no-scifact] [--million] [--queries 20]
-                            [--iterations 3] [--k 10] [--out DIR] [--data DIR] [--rebuild] [--drop]
+    python bench/lexical.py [--size 100000 ...] [--corpus wordlist|zipf ...] [--no-scifact] [--million]
+                            [--queries 20] [--iterations 3] [--k 10] [--out DIR] [--data DIR] [--rebuild] [--drop]
     python manage.py bench lexical [same options]
 
-Corpora: BEIR SciFact (5,183 abstracts, ``--data``, its train queries) and ``bench/corpus.py``'s
-synthetic customer records (``--size``, default 100,000; ``--million`` adds 1,000,000), each in
-its own workspace of the bench database ``memseek_bench_lexical`` (``--database``), reused while
-it holds the expected rows and its index (``--rebuild`` builds again, ``--drop`` drops the
-database at the end). A build writes the records with COPY (ready, no processors: the ingest
+Corpora: BEIR SciFact (5,183 abstracts, ``--data``, its train queries) and, at each ``--size``
+(default 100,000; ``--million`` adds 1,000,000), the synthetic corpora ``--corpus`` names (default
+both): ``wordlist``, ``bench/corpus.py``'s customer records (a few hundred distinct words), and
+``zipf``, ``bench/zipf_corpus.py``'s Zipf vocabulary of 200,000 words with LoCoMo-turn and
+SciFact-abstract lengths. Each lives in its own workspace of the bench database
+``memseek_bench_lexical`` (``--database``), reused while it holds the expected rows and its
+index (``--rebuild`` builds again, ``--drop`` drops the database at the end). A build writes the records with COPY (ready, no processors: the ingest
 path is ``bench ingest``'s), then builds the index with the backfill service and measures it:
 build seconds and the index's size (the growth of the lexical tables), kept beside the database
-in ``bench/.cache/`` for later runs.
+in ``bench/.cache/`` for later runs. Then tantivy indexes the same records with the same tokens
+(``bench/lexical_tantivy.py``, its index kept in ``bench/.cache/`` too): build seconds and size.
 
 Per query, workspace-wide and in the query's own entity (SciFact has one entity, so only the
-first), ``index_top_k`` and the full scan of the same contract (``pg_bm25.bm25_candidates``, the
-statement of the ``bm25`` channel, over the same scope) run in alternating order; the table gives
-p50/p95 of each, the p50 ratio and how many answers agreed (same ids in the same order, same N).
+first), ``index_top_k``, tantivy's top k over the same terms and scope, and the full scan of the same
+contract (``pg_bm25.bm25_candidates``, the statement of the ``bm25`` channel, over the same scope)
+run in an order rotated from query to query; the table gives p50/p95 of each, the p50 ratios, how
+many answers agreed with the scan (same ids in the same order, same N) and how many of the index's
+top k tantivy also returned.
 The first iteration clears the process's block cache before each query and is reported apart
 (``index_cold``); ``index`` is the later iterations, which find the blocks cached (with one
-iteration, ``index`` is the cold reads).
+iteration, ``index`` is the cold reads); tantivy's figures are split the same way.
 """
 from __future__ import annotations
 
@@ -28,6 +33,7 @@ import itertools
 import json
 import os
 import random
+import shutil
 import sys
 import time
 import uuid
@@ -38,12 +44,15 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench import lexical_tantivy  # noqa: E402
 from bench.search_setup import (  # noqa: E402
     CACHE, bench_database, django_setup, environment, latency_summary, log, progress, use_bench_database,
 )
 
 SCIFACT = Path("/work/shared/bench/beir-scifact")
 TARGETS = {"p50_ms": 25.0, "p95_ms": 80.0, "speedup": 100.0}  # 1,000,000 records, workspace-wide
+PEER_TARGETS = {"zipf": 3.0, "wordlist": 5.0, "size": 3.0}  # index ÷ tantivy at 1,000,000 records
+CORPORA = ("wordlist", "zipf")
 _COLUMNS = ("id", "workspace_id", "collection", "collection_version", "collection_hash", "entity", "type", "key",
             "status", "text", "content", "occurred_at", "created_at", "last_accessed", "enriched_at", "bm25_tf",
             "bm25_length", "scores", "annotations", "annotation_meta", "depth", "derived_from", "dedupe_hash",
@@ -63,7 +72,10 @@ def corpus_spec(name: str, size: int, data: Path) -> dict:
         items = record_items(loaded["corpus"])
         return {"catalog": ROOT / "bench" / "catalogs" / "scifact", "collection": "abstracts", "items": items,
                 "queries": [{"q": text, "entity": "scifact"} for _, text in loaded["queries"]]}
-    from bench.corpus import make_queries, make_records
+    if name.startswith("zipf"):
+        from bench.zipf_corpus import make_queries, make_records
+    else:
+        from bench.corpus import make_queries, make_records
 
     items = make_records(size, seed=7)
     return {"catalog": ROOT / "bench" / "catalogs" / "no_processors", "collection": "main", "items": items,
@@ -147,6 +159,28 @@ def build(name: str, spec: dict, rebuild: bool, database: str) -> tuple:
     return workspace, info
 
 
+def tantivy_path(database: str, workspace) -> Path:
+    return CACHE / f"tantivy-{database}-{workspace.name}"
+
+
+def build_peer(workspace, info: dict, database: str) -> dict:
+    """tantivy's index of the workspace's records (built unless the cached one holds as many
+    documents as the lexical index); returns its build info, also kept in the corpus's."""
+
+    path = tantivy_path(database, workspace)
+    peer = info.get("tantivy")
+    if (peer and path.is_dir() and lexical_tantivy.Peer(path, tuple(peer["analyzers"])).documents()
+            == info["visible"] == peer["documents"]):
+        return peer
+    log(f"{workspace.name}: indexing {info['visible']:,} records with tantivy")
+    info["tantivy"] = lexical_tantivy.build(path, workspace.pk)
+    if info["tantivy"]["documents"] != info["visible"]:
+        raise RuntimeError(f"tantivy indexed {info['tantivy']['documents']} records, "
+                           f"the lexical index {info['visible']}")
+    (CACHE / f"build-{database}-{workspace.name}.json").write_text(json.dumps(info))
+    return info["tantivy"]
+
+
 def full_scan(workspace, q: str, k: int, entity: str | None, collection: str):
     """The ``bm25`` channel's own statement over the same scope: (stats, ids)."""
     from catalog_app.catalog.runtime import catalog_for_workspace
@@ -160,7 +194,10 @@ def full_scan(workspace, q: str, k: int, entity: str | None, collection: str):
     return bm25_candidates(resolved, workspace.pk, q, k)
 
 
-def measure(workspace, spec: dict, queries: int, iterations: int, k: int, scopes: tuple[str, ...]) -> list[dict]:
+def measure(workspace, spec: dict, queries: int, iterations: int, k: int, scopes: tuple[str, ...],
+            peer) -> list[dict]:
+    """One row per scope: each engine's latencies, their ratios, agreement with the scan and
+    tantivy's overlap with the index (``peer``: a ``lexical_tantivy.Peer``)."""
     from catalog_app.bm25_terms import bm25_query_terms
     from catalog_app.lexical.block_cache import BLOCKS
     from catalog_app.lexical.query import IndexScope, index_top_k
@@ -168,7 +205,8 @@ def measure(workspace, spec: dict, queries: int, iterations: int, k: int, scopes
     rows = []
     chosen = [query for query in spec["queries"] if bm25_query_terms(query["q"])][:queries]
     for scope_name in scopes:
-        index_s, cold_s, scan_s, agreed, scored, matched = [], [], [], 0, 0, 0
+        seconds = {label: [] for label in ("index", "index_cold", "tantivy", "tantivy_cold", "full_scan")}
+        agreed, scored, matched, shared, returned, identical = 0, 0, 0, 0, 0, 0
         for iteration in range(iterations):
             for number, query in enumerate(chosen):
                 entity = query["entity"] if scope_name == "entity" else None
@@ -176,28 +214,36 @@ def measure(workspace, spec: dict, queries: int, iterations: int, k: int, scopes
                 scope = IndexScope(collection_ids=(spec["collection"],), entities=(entity,) if entity else None)
                 calls = [("index", lambda: index_top_k(workspace_id=workspace.pk, analyzer="bm25_v1", terms=terms,
                                                        k=k, scope=scope)),
-                         ("scan", lambda: full_scan(workspace, query["q"], k, entity, spec["collection"]))]
-                if (iteration + number) % 2:
-                    calls.reverse()
+                         ("tantivy", lambda: peer.top_k(terms, k, entity)),
+                         ("full_scan", lambda: full_scan(workspace, query["q"], k, entity, spec["collection"]))]
+                turn = (iteration + number) % len(calls)
                 answers = {}
-                for label, call in calls:
+                for label, call in calls[turn:] + calls[:turn]:
                     if iteration == 0:
                         BLOCKS.clear()  # the first read of each query starts with no block cached
                     started = time.perf_counter()
                     answers[label] = call()
                     elapsed = time.perf_counter() - started
-                    if label == "scan":
-                        scan_s.append(elapsed)
-                    else:
-                        (cold_s if iteration == 0 else index_s).append(elapsed)
+                    cold = iteration == 0 and label != "full_scan"
+                    seconds[label + ("_cold" if cold else "")].append(elapsed)
                 if iteration == 0:
-                    got, (stats, ids) = answers["index"], answers["scan"]
-                    agreed += [uid for uid, _ in got.hits] == ids and got.n == stats.n
+                    got, (stats, ids) = answers["index"], answers["full_scan"]
+                    ours = [uid for uid, _ in got.hits]
+                    agreed += ours == ids and got.n == stats.n
                     scored, matched = scored + got.scored, matched + got.matched
-        index, scan = latency_summary(index_s or cold_s), latency_summary(scan_s)
+                    shared, returned = shared + len(set(ours) & set(answers["tantivy"])), returned + len(ours)
+                    identical += ours == answers["tantivy"]
+        summary = {label: latency_summary(values) for label, values in seconds.items()}
+        index = summary["index"] if seconds["index"] else summary["index_cold"]
+        peer_summary = summary["tantivy"] if seconds["tantivy"] else summary["tantivy_cold"]
         rows.append({"scope": scope_name, "queries": len(chosen), "index": index,
-                     "index_cold": latency_summary(cold_s), "full_scan": scan,
-                     "speedup_p50": scan["p50_ms"] / index["p50_ms"], "agreed": agreed,
+                     "index_cold": summary["index_cold"], "tantivy": peer_summary,
+                     "tantivy_cold": summary["tantivy_cold"], "full_scan": summary["full_scan"],
+                     "speedup_p50": summary["full_scan"]["p50_ms"] / index["p50_ms"],
+                     "vs_tantivy_p50": index["p50_ms"] / peer_summary["p50_ms"],
+                     "vs_tantivy_p95": index["p95_ms"] / peer_summary["p95_ms"], "agreed": agreed,
+                     "tantivy_overlap": shared / returned if returned else 1.0,
+                     "tantivy_identical": identical,
                      "scored_per_matched": scored / matched if matched else 0.0})
     return rows
 
@@ -222,8 +268,27 @@ def markdown(result: dict) -> str:
                 f"{row['full_scan']['p50_ms']:.1f} / {row['full_scan']['p95_ms']:.1f} | {row['speedup_p50']:.1f} | "
                 f"{row['agreed']}/{row['queries']} | {row['scored_per_matched']:.2f} | "
                 f"{build_info['index_build_s']:.1f} | {build_info['index_bytes'] / 2**20:.1f} |")
+    lines += ["", "tantivy (`bench/lexical_tantivy.py`: the same records and `bm25_v1` tokens, whitespace-split; "
+              "k1 1.2, b 0.75 as `bm25_v1`, but 32-bit floats, one-byte lengths and whole-index statistics) in "
+              "the same run; ratios are the index's figure ÷ tantivy's. `overlap`: the share of the index's "
+              "top k that tantivy also returned; `identical`: queries whose top k matched id for id, in order.", "",
+              "| corpus | records | scope | tantivy p50 / p95 ms | cold p50 / p95 ms | index ÷ tantivy p50 | "
+              "p95 | overlap | identical | tantivy build s | tantivy MB | index ÷ tantivy size |",
+              "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for corpus in result["corpora"]:
+        build_info, peer = corpus["build"], corpus["build"]["tantivy"]
+        for row in corpus["rows"]:
+            lines.append(
+                f"| {corpus['name']} | {build_info['records']:,} | {row['scope']} | "
+                f"{row['tantivy']['p50_ms']:.2f} / {row['tantivy']['p95_ms']:.2f} | "
+                f"{row['tantivy_cold']['p50_ms']:.2f} / {row['tantivy_cold']['p95_ms']:.2f} | "
+                f"{row['vs_tantivy_p50']:.1f} | {row['vs_tantivy_p95']:.1f} | {row['tantivy_overlap']:.1%} | "
+                f"{row['tantivy_identical']}/{row['queries']} | {peer['build_s']:.1f} | {peer['bytes'] / 2**20:.1f} | "
+                f"{build_info['index_bytes'] / peer['bytes']:.1f} |")
     lines += ["", f"Targets at 1,000,000 records, workspace-wide: p50 ≤ {TARGETS['p50_ms']:.0f} ms, p95 ≤ "
-              f"{TARGETS['p95_ms']:.0f} ms, ≥ {TARGETS['speedup']:.0f}× the full scan.",
+              f"{TARGETS['p95_ms']:.0f} ms, ≥ {TARGETS['speedup']:.0f}× the full scan; against tantivy (issue #39), "
+              f"p50 ≤ {PEER_TARGETS['zipf']:.0f}× on `zipf`, ≤ {PEER_TARGETS['wordlist']:.0f}× on `wordlist`, "
+              f"p95 ≤ {TARGETS['p95_ms']:.0f} ms in every scope, index size ≤ {PEER_TARGETS['size']:.0f}× tantivy's.",
               f"- Machine load average at start: {result['environment']['machine']['load_average_at_start']}; "
               f"end: {result['load_average_at_end']}; commit "
               f"{result['environment'].get('git', {}).get('commit')}."]
@@ -233,6 +298,8 @@ def markdown(result: dict) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, action="append", help="synthetic corpus size (repeatable)")
+    parser.add_argument("--corpus", choices=CORPORA, action="append",
+                        help="synthetic corpus (repeatable; default both)")
     parser.add_argument("--no-scifact", action="store_true", help="skip the SciFact corpus")
     parser.add_argument("--million", action="store_true", help="add the 1,000,000-record synthetic corpus")
     parser.add_argument("--queries", type=int, default=20)
@@ -246,23 +313,32 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     django_setup()
     sizes = list(args.size or [100_000]) + ([1_000_000] if args.million else [])
-    corpora = ([("scifact", 0)] if not args.no_scifact else []) + [(f"synthetic-{n}", n) for n in sizes]
+    synthetic = {"wordlist": "synthetic", "zipf": "zipf"}  # workspace names: wordlist's predate the flag
+    corpora = ([("scifact", 0)] if not args.no_scifact else []) + [
+        (f"{synthetic[kind]}-{n}", n) for kind in dict.fromkeys(args.corpus or CORPORA) for n in sizes]
     result = {"benchmark": "lexical", "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
               "k": args.k, "targets": TARGETS, "corpora": []}
-    with bench_database(args.database, drop=args.drop, cache=CACHE):
-        use_bench_database(args.database)
-        result["environment"] = environment()
-        for name, size in corpora:
-            spec = corpus_spec(name, size, args.data)
-            workspace, info = build(name, spec, args.rebuild, args.database)
-            scopes = ("workspace",) if name == "scifact" else ("workspace", "entity")
-            rows = measure(workspace, spec, args.queries, args.iterations, args.k, scopes)
-            result["corpora"].append({"name": name, "build": info, "rows": rows})
-            result["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
-            log(markdown(result))
-    if args.drop:
-        for info in CACHE.glob(f"build-{args.database}-*.json"):
-            info.unlink()
+    try:
+        with bench_database(args.database, drop=args.drop, cache=CACHE):
+            use_bench_database(args.database)
+            result["environment"] = environment()
+            for name, size in corpora:
+                spec = corpus_spec(name, size, args.data)
+                workspace, info = build(name, spec, args.rebuild, args.database)
+                build_peer(workspace, info, args.database)
+                scopes = ("workspace",) if name == "scifact" else ("workspace", "entity")
+                rows = measure(workspace, spec, args.queries, args.iterations, args.k, scopes,
+                               lexical_tantivy.Peer(tantivy_path(args.database, workspace),
+                                                    tuple(info["tantivy"]["analyzers"])))
+                result["corpora"].append({"name": name, "build": info, "rows": rows})
+                result["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+                log(markdown(result))
+    finally:  # a failed run leaves no build info or tantivy index of a dropped database
+        if args.drop:
+            for info in CACHE.glob(f"build-{args.database}-*.json"):
+                info.unlink()
+            for index in CACHE.glob(f"tantivy-{args.database}-*"):
+                shutil.rmtree(index)
     result["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "lexical.json").write_text(json.dumps(result, indent=2, default=str))
