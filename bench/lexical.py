@@ -10,8 +10,8 @@ both): ``wordlist``, ``bench/corpus.py``'s customer records (a few hundred disti
 ``zipf``, ``bench/zipf_corpus.py``'s Zipf vocabulary of 200,000 words with LoCoMo-turn and
 SciFact-abstract lengths. Each lives in its own workspace of the bench database
 ``memseek_bench_lexical`` (``--database``), reused while it holds the expected rows and its
-index (``--rebuild`` builds again, ``--drop`` drops the database at the end). A build writes the records with COPY (ready, no processors: the ingest
-path is ``bench ingest``'s), then builds the index with the backfill service and measures it:
+index (``--rebuild`` builds again, ``--drop`` drops the database at the end). A build writes
+the records with COPY (ready, no processors: the ingest path is ``bench ingest``'s), then builds the index with the backfill service and measures it:
 build seconds and the index's size (the growth of the lexical tables), kept beside the database
 in ``bench/.cache/`` for later runs. Then tantivy indexes the same records with the same tokens
 (``bench/lexical_tantivy.py``, its index kept in ``bench/.cache/`` too): build seconds and size.
