@@ -1,31 +1,31 @@
 """``bench lexical``: exact BM25 top-k from the lexical index beside the full scan it replaces.
 
-    python bench/lexical.py [--size 100000 ...] [--corpus wordlist|zipf ...] [--no-scifact] [--million]
-                            [--queries 20] [--iterations 3] [--k 10] [--out DIR] [--data DIR] [--rebuild] [--drop]
-    python manage.py bench lexical [same options]
+python bench/lexical.py [--size 100000 ...] [--corpus wordlist|zipf ...] [--no-scifact]
+    [--million] [--queries 20] [--iterations 3] [--k 10] [--out DIR] [--data DIR] [--rebuild] [--drop]
+python manage.py bench lexical [same options]
 
 Corpora: BEIR SciFact (5,183 abstracts, ``--data``, its train queries) and, at each ``--size``
-(default 100,000; ``--million`` adds 1,000,000), the synthetic corpora ``--corpus`` names (default
-both): ``wordlist``, ``bench/corpus.py``'s customer records (a few hundred distinct words), and
-``zipf``, ``bench/zipf_corpus.py``'s Zipf vocabulary of 200,000 words with LoCoMo-turn and
-SciFact-abstract lengths. Each lives in its own workspace of the bench database
+(default 100,000; ``--million`` adds 1,000,000), the synthetic corpora ``--corpus`` names
+(default both): ``wordlist``, ``bench/corpus.py``'s customer records (a few hundred distinct
+words), and ``zipf``, ``bench/zipf_corpus.py``'s Zipf vocabulary of 200,000 words with
+LoCoMo-turn and SciFact-abstract lengths. Each lives in its own workspace of the bench database
 ``memseek_bench_lexical`` (``--database``), reused while it holds the expected rows and its
-index (``--rebuild`` builds again, ``--drop`` drops the database at the end). A build writes
-the records with COPY (ready, no processors: the ingest path is ``bench ingest``'s), then builds the index with the backfill service and measures it:
-build seconds and the index's size (the growth of the lexical tables), kept beside the database
-in ``bench/.cache/`` for later runs. Then tantivy indexes the same records with the same tokens
-(``bench/lexical_tantivy.py``, its index kept in ``bench/.cache/`` too): build seconds and size.
+index (``--rebuild`` builds again, ``--drop`` drops the database at the end). A build writes the
+records with COPY (ready, no processors: the ingest path is ``bench ingest``'s), then builds the
+index with the backfill service and measures it: build seconds and the index's size (the growth
+of the lexical tables), kept beside the database in ``bench/.cache/`` for later runs. Then
+tantivy indexes the same records with the same tokens (``bench/lexical_tantivy.py``, its index
+kept in ``bench/.cache/`` too): build seconds and size.
 
 Per query, workspace-wide and in the query's own entity (SciFact has one entity, so only the
-first), ``index_top_k``, tantivy's top k over the same terms and scope, and the full scan of the same
-contract (``pg_bm25.bm25_candidates``, the statement of the ``bm25`` channel, over the same scope)
-run in an order rotated from query to query; the table gives p50/p95 of each, the p50 ratios, how
-many answers agreed with the scan (same ids in the same order, same N) and how many of the index's
-top k tantivy also returned.
-The first iteration clears the process's block cache before each query and is reported apart
-(``index_cold``); ``index`` is the later iterations, which find the blocks cached (with one
-iteration, ``index`` is the cold reads); tantivy's figures are split the same way.
-"""
+first), ``index_top_k``, tantivy's top k over the same terms and scope, and the full scan of the
+same contract (``pg_bm25.bm25_candidates``, the statement of the ``bm25`` channel, over the same
+scope) run in an order rotated from query to query; the table gives p50/p95 of each, the p50
+ratios, how many answers agreed with the scan (same ids in the same order, same N) and how many
+of the index's top k tantivy also returned. The first iteration clears the process's block cache
+before each query and is reported apart (``index_cold``); ``index`` is the later iterations,
+which find the blocks cached (with one iteration, ``index`` is the cold reads); tantivy's
+figures are split the same way."""
 from __future__ import annotations
 
 import argparse
