@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 from django.db import connection, connections
 from rest_framework.test import APIClient
 
@@ -55,6 +56,14 @@ def _migrated_template(django_db_setup):
     yield
     os.environ.pop("BENCH_TEMPLATE_DATABASE", None)
     migrated_template_drop()
+
+
+def flush_committed_rows() -> None:
+    """Empty the test database of rows a live-server test committed, as pytest-django's
+    ``transactional_db`` does: the sequences go on (a later test's workspace and seqs never take
+    a flushed one's numbers), because the lexical index's tables are unmanaged, so ``flush`` leaves
+    their rows, which must never meet a new workspace of the same id."""
+    call_command("flush", verbosity=0, interactive=False, reset_sequences=False)
 
 
 @pytest.fixture(autouse=True)

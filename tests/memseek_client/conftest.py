@@ -11,14 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from django.core.management import call_command
 from django.db import connection
 
 from bench.processes import Server, database_url
 from catalog_app.services.catalog_load import catalog_load
 from catalog_app.services.workspaces import workspace_create
 from memseek_client import MemseekClient
-from tests.conftest import EXAMPLE_CATALOG
+from tests.conftest import EXAMPLE_CATALOG, flush_committed_rows
 
 LIVE = [pytest.mark.model, pytest.mark.django_db]
 
@@ -56,7 +55,7 @@ def live(live_server_url, django_db_blocker) -> Live:
         catalog_load(workspace=other, directory=EXAMPLE_CATALOG)
     yield Live(live_server_url, key, other_key)
     with django_db_blocker.unblock():
-        call_command("flush", verbosity=0, interactive=False)
+        flush_committed_rows()
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ import json
 import time
 
 import pytest
-from django.core.management import call_command
 from django.db import OperationalError, connection, transaction
 
 from bench.processes import Server, database_url
@@ -16,6 +15,7 @@ from catalog_app.services.workspaces import workspace_create
 from memseek_site import deadline
 from memseek_site.errors import ApiError
 from tests.retrieval_app.factories import event, load, write
+from tests.conftest import flush_committed_rows
 
 
 @pytest.mark.parametrize("url_name, method, expected", [
@@ -141,7 +141,7 @@ def slow_server(django_db_setup, django_db_blocker):
     yield server, key
     server.stop()
     with django_db_blocker.unblock():
-        call_command("flush", verbosity=0, interactive=False)
+        flush_committed_rows()
 
 
 @pytest.mark.django_db

@@ -7,14 +7,13 @@ from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import quote
 
 import pytest
-from django.core.management import call_command
 from django.db import connection
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench.processes import Server, database_url
 from catalog_app.services.catalog_load import catalog_load
 from catalog_app.services.workspaces import workspace_create
-from tests.conftest import EXAMPLE_CATALOG
+from tests.conftest import EXAMPLE_CATALOG, flush_committed_rows
 
 pytestmark = [pytest.mark.metrics, pytest.mark.model, pytest.mark.django_db]
 
@@ -34,7 +33,7 @@ def live(django_db_setup, django_db_blocker, tmp_path_factory):
     yield server, workspace_key, directory
     server.stop()
     with django_db_blocker.unblock():
-        call_command("flush", verbosity=0, interactive=False)
+        flush_committed_rows()
 
 
 def scrape(server) -> dict[str, dict]:

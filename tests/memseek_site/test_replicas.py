@@ -27,6 +27,7 @@ from catalog_app.services.workspaces import workspace_create
 from memseek_site.consistency import SERVED_BY_HEADER, TOKEN_HEADER
 from memseek_site.replicas import lsn_parse
 from tests.retrieval_app.lexical_factories import body, load_lexical_catalog, note
+from tests.conftest import flush_committed_rows
 
 pytestmark = [pytest.mark.replica, pytest.mark.django_db]
 
@@ -107,9 +108,7 @@ def live(django_db_setup, django_db_blocker, tmp_path_factory):
             server.stop()
         replica.remove()
         with django_db_blocker.unblock():
-            from django.core.management import call_command
-
-            call_command("flush", verbosity=0, interactive=False)
+            flush_committed_rows()
 
 
 def _caught_up(live: Live, token: str) -> None:
