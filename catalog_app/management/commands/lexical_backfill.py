@@ -5,7 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from catalog_app.lexical.backfill import lexical_backfill, lexical_backfill_remaining
-from catalog_app.models import Workspace
+from catalog_app.management.workspace_option import workspaces_chosen
 
 
 class Command(BaseCommand):
@@ -19,12 +19,7 @@ class Command(BaseCommand):
     def handle(self, *args, workspace=None, batch, restart, **options):
         if batch < 1:
             raise CommandError("--batch must be at least 1")
-        workspaces = Workspace.objects.order_by("pk")
-        if workspace is not None:
-            workspaces = workspaces.filter(pk=workspace)
-            if not workspaces.exists():
-                raise CommandError(f"no workspace with id {workspace}")
-        for each in workspaces:
+        for each in workspaces_chosen(workspace):
             remaining = lexical_backfill_remaining(workspace_id=each.pk) if not restart else None
             with tqdm(total=remaining, desc=f"workspace {each.pk} {each.name}", unit="records",
                       file=self.stderr._out, disable=False) as bar:

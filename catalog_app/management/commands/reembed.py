@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from catalog_app.onnx_encoder import RUNTIMES
-from catalog_app.models import Workspace
+from catalog_app.management.workspace_option import workspaces_chosen
 from catalog_app.services.reembed import reembed, reembed_plan, reembed_remaining
 
 
@@ -23,12 +23,7 @@ class Command(BaseCommand):
     def handle(self, *args, runtime, source_runtime=None, workspace=None, batch, **options):
         if batch < 1:
             raise CommandError("--batch must be at least 1")
-        workspaces = Workspace.objects.order_by("pk")
-        if workspace is not None:
-            workspaces = workspaces.filter(pk=workspace)
-            if not workspaces.exists():
-                raise CommandError(f"no workspace with id {workspace}")
-        for each in workspaces:
+        for each in workspaces_chosen(workspace):
             try:
                 source, target = reembed_plan(each, runtime, source_runtime)
             except ValueError as error:
