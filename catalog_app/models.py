@@ -175,11 +175,14 @@ class Record(models.Model):
 
 
 class WorkspaceRecordCounter(models.Model):
-    """The last ``Record.workspace_seq`` handed out in a workspace. Only the record insert
-    trigger (migration 0010) writes it; its row lock orders a workspace's concurrent writers."""
+    """The last ``Record.workspace_seq`` handed out in a workspace, which is also how many
+    records it holds (records are never deleted), and the bytes of their text and content
+    (migration 0022). Only the record insert trigger writes it; its row lock orders a
+    workspace's concurrent writers."""
 
     workspace = models.OneToOneField(Workspace, on_delete=models.CASCADE, primary_key=True)
     last_seq = models.BigIntegerField(default=0)
+    stored_bytes = models.BigIntegerField(default=0, db_default=0)
 
 
 class RecordEmbedding(models.Model):

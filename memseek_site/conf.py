@@ -85,6 +85,20 @@ DEFAULTS: dict[str, object] = {
     "REQUEST_DEADLINE_BULK_MS": 60_000,
     # Auth
     "API_KEY_CACHE_TTL_S": 60,
+    # Rate limits (catalog_app.throttle, docs/rate-limits.md): requests per API key and per
+    # workspace for each route class, as COUNT/PERIOD (10/s, 600/m, 5/10s); empty: no limit.
+    # Counted in the shared cache (CACHE_URL), so every API host sharing it shares the count.
+    # A workspace's "limits.keyRate" and "limits.workspaceRate" settings override these.
+    "RATE_LIMIT_KEY_READ": "",
+    "RATE_LIMIT_KEY_SEARCH": "",
+    "RATE_LIMIT_KEY_BULK": "",
+    "RATE_LIMIT_WORKSPACE_READ": "",
+    "RATE_LIMIT_WORKSPACE_SEARCH": "",
+    "RATE_LIMIT_WORKSPACE_BULK": "",
+    # Storage quotas (catalog_app.services.storage_quota): records and bytes (text plus content)
+    # a workspace may hold; 0: no quota. A workspace's "limits.records" and "limits.bytes" override.
+    "QUOTA_RECORDS": 0,
+    "QUOTA_BYTES": 0,
     # Enrichment
     "ENRICH_BATCH": 100,
     "ENRICH_POOL": 900,

@@ -4,7 +4,8 @@ An ``ApiError`` of any subclass answers with the status ``ERROR_STATUS`` gives i
 own exceptions map to the codes below; a database that cannot be reached (or drops the
 connection mid-request) is ``503 database_unavailable`` with ``Retry-After``; a statement
 PostgreSQL cancelled at the request's deadline is ``503 deadline_exceeded``, also with
-``Retry-After`` (``memseek_site.deadline``); anything else is a logged ``internal_error``. A 401
+``Retry-After`` (``memseek_site.deadline``); an error whose envelope carries ``retry_after_s``
+(``429 rate_limited``) sends it as ``Retry-After`` too; anything else is a logged ``internal_error``. A 401
 carries ``WWW-Authenticate: Bearer`` (RFC 6750), with ``error="invalid_token"`` when a key was
 sent, so a client shows "wrong key", not an OAuth sign-in. Django discards a connection that
 failed when the request ends, so the
@@ -27,6 +28,8 @@ logger = logging.getLogger(__name__)
 # Seconds a client should wait before retrying while the database is unavailable.
 DATABASE_RETRY_AFTER_S = 5
 BEARER_REALM = 'Bearer realm="memseek"'
+# The envelope member that holds the seconds an error asks the client to wait, as the header does.
+RETRY_AFTER_MEMBER = "retry_after_s"
 
 
 def error_response(error: ApiError) -> Response:
@@ -38,6 +41,8 @@ def error_response(error: ApiError) -> Response:
     response = Response(error.envelope(), status=ERROR_STATUS[error.code])
     if error.code == "deadline_exceeded":
         response["Retry-After"] = str(deadline.RETRY_AFTER_S)
+    elif RETRY_AFTER_MEMBER in error.extra:
+        response["Retry-After"] = str(error.extra[RETRY_AFTER_MEMBER])
     return response
 
 

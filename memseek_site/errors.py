@@ -36,6 +36,9 @@ ERROR_STATUS: dict[str, int] = {
     # Auth
     "unauthorized": 401,
     "capability_missing": 403,
+    # Rate limits and storage quotas (catalog_app.throttle, catalog_app.services.storage_quota)
+    "rate_limited": 429,
+    "quota_exceeded": 413,
     # Write side (reference 3.3)
     "batch_too_large": 422,
     "entity": 422,
@@ -208,6 +211,20 @@ def _rebuilt(cls: type[ApiError], state: dict) -> ApiError:
     error = cls.__new__(cls)
     error.__dict__.update(state)
     return error
+
+
+class SettingError(ApiError):
+    """A stored workspace setting that fails its check: ``409 workspace_setting`` naming the
+    setting.
+
+    The setting's dotted name is not a location in the request, so the envelope carries it as
+    ``setting``, not ``path``, and the detail names it.
+    """
+
+    default_code = "workspace_setting"
+
+    def __init__(self, code: str, message: str, path: str | None = None, extra=None):
+        super().__init__(code, f"workspace setting {path}: {message}", None, {"setting": path, **(extra or {})})
 
 
 class RequestError(ApiError):

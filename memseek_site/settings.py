@@ -97,6 +97,8 @@ WHITENOISE_AUTOREFRESH = DEBUG
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["catalog_app.auth.WorkspaceKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["catalog_app.auth.HasWorkspace"],
+    # Rate limits per key and per workspace, counted in the shared cache (docs/rate-limits.md).
+    "DEFAULT_THROTTLE_CLASSES": ["catalog_app.throttle.RateLimitThrottle"],
     # Every body goes through the one strict decoding (size, depth, duplicate keys, text, ranges).
     "DEFAULT_PARSER_CLASSES": ["memseek_site.json_body.StrictJSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

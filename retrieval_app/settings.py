@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import partial
 from types import MappingProxyType
 
-from memseek_site.errors import ApiError
+from memseek_site.errors import SettingError
 from memseek_site.parsing import parse_bool, parse_int, parse_number, parse_object
 
 FACTORS = ("fusion", "recency", "frequency", "importance", "confidence")
@@ -84,19 +84,6 @@ def settings_from(stored) -> RetrievalSettings:
         memory_daily_model_calls=_integer(value["retrieval.memory.dailyModelCalls"],
                                           "retrieval.memory.dailyModelCalls", minimum=0, maximum=1_000_000),
     )
-
-
-class SettingError(ApiError):
-    """A stored setting that fails its check: ``409 workspace_setting`` naming the setting.
-
-    The setting's dotted name is not a location in the request, so the envelope carries it as
-    ``setting``, not ``path``, and the detail names it.
-    """
-
-    default_code = "workspace_setting"
-
-    def __init__(self, code: str, message: str, path: str | None = None, extra=None):
-        super().__init__(code, f"workspace setting {path}: {message}", None, {"setting": path, **(extra or {})})
 
 
 def _bad(name: str, message: str) -> SettingError:

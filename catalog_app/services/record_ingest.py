@@ -5,7 +5,8 @@ names ``records[i]``); content is never updated; a record is ready at insert onl
 required processor is left to run (tombstones and client-only contracts), otherwise
 enrichment is enqueued after commit. Order of work follows the reference: per-item
 preparation → shared workspace lock → entity locks for keyed items (sorted) → parents and
-lineage → dedupe → insert → lexical index (``catalog_app.lexical``), in the same transaction.
+lineage → dedupe → insert → storage quota (``storage_quota``) → lexical index
+(``catalog_app.lexical``), in the same transaction.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from ..lexical.maintenance import lexical_records_changed
 from ..models import Workspace
 from ..record_sql import RECORD, current_in_lane
 from .record_input import PreparedRecord, prepare_record
+from .storage_quota import storage_quota_check
 
 _LOCK_NAMESPACE = 0x4D53  # "MS": advisory-lock class for workspace-wide write locks
 
@@ -79,6 +81,8 @@ def record_ingest_batch(*, workspace: Workspace, items) -> IngestResult:
         depths = _depths(workspace, prepared)
         to_insert, duplicates, repeats = _dedupe(workspace, prepared)
         inserted, raced = _insert(workspace, [(index, prepared[index], depths[index]) for index in to_insert])
+        if inserted:
+            storage_quota_check(workspace=workspace)
         # Under the entity locks taken above: a write is searchable when (and only if) it commits.
         lexical_records_changed(record_ids=[outcome.id for outcome in inserted], inserted=True)
         duplicates += raced
