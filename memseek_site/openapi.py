@@ -30,12 +30,29 @@ _STORABLE_JSON_SCHEMA = {
     "items": {"$ref": f"#/components/schemas/{STORABLE_JSON}"},
     "additionalProperties": {"$ref": f"#/components/schemas/{STORABLE_JSON}"},
 }
+# The envelope of 429 rate_limited (catalog_app.throttle): the Error envelope and what was passed.
+RATE_LIMITED_ERROR = "RateLimitedError"
+_RATE_LIMITED_SCHEMA = {
+    "type": "object", "required": ["error", "detail", "retry_after_s", "scope", "route_class", "limit"],
+    "properties": {
+        "error": {"type": "string", "enum": ["rate_limited"]},
+        "detail": {"type": "string", "description": "What was passed and what to do instead."},
+        "retry_after_s": {"type": "integer", "minimum": 1, "description": "As the Retry-After header."},
+        "scope": {"type": "string", "enum": ["key", "workspace"],
+                  "description": "Whose rate was passed: the key's or its workspace's."},
+        "route_class": {"type": "string", "enum": ["read", "search", "bulk"]},
+        "limit": {"type": "string", "description": "The rate passed, as COUNT/PERIOD (10/s, 600/m, 5/10s)."},
+    },
+}
+_RETRY_AFTER_HEADER = {"description": "Whole seconds to wait before sending the request again.",
+                       "schema": {"type": "integer", "minimum": 1}}
 _ANY_VALUE_KEYS = {"description", "title", "default", "examples", "readOnly", "writeOnly", "deprecated"}
 
 
 def postprocess_transport_rules(result, generator, **kwargs):
     components = result.setdefault("components", {}).setdefault("schemas", {})
     components[STORABLE_JSON] = _STORABLE_JSON_SCHEMA
+    components[RATE_LIMITED_ERROR] = _RATE_LIMITED_SCHEMA
     seen: set[int] = set()
     for path_item in result.get("paths", {}).values():
         for method in _HTTP_METHODS:
@@ -61,12 +78,23 @@ def _document_transport_answers(operation: dict) -> None:
     """Every route may answer an over-long URL (414 uri_too_long), a request past its deadline
     (503 deadline_exceeded, ``memseek_site.deadline``) and, when it takes a body, an over-large
     one (413 body_too_large), or, when it takes query parameters, a query string that is not
-    UTF-8 (400 invalid_encoding); say so where it does not already."""
+    UTF-8 (400 invalid_encoding); a route that takes a key may answer its key's or workspace's
+    rate limit (429 rate_limited, with Retry-After) and a bad stored limit setting (409
+    workspace_setting; ``catalog_app.throttle``). Say so where it does not already."""
     answers = operation.setdefault("responses", {})
     envelope = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
     answers.setdefault("414", {**envelope, "description": "uri_too_long: the request target passes MAX_URL_BYTES."})
     if "requestBody" in operation:
-        answers.setdefault("413", {**envelope, "description": "body_too_large: the body passes MAX_BODY_BYTES."})
+        _add_answer(answers, "413", envelope, "body_too_large: the body passes MAX_BODY_BYTES.")
+    if operation.get("security"):
+        limited = {"content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{RATE_LIMITED_ERROR}"}}}}
+        _add_answer(answers, "429", limited, "rate_limited: the key or its workspace sent more requests of this "
+                                              "route's class (read, search or bulk) than its rate allows; nothing "
+                                              "was done, send it again after Retry-After seconds (also the "
+                                              "envelope's retry_after_s).")
+        answers["429"].setdefault("headers", {})["Retry-After"] = _RETRY_AFTER_HEADER
+        _add_answer(answers, "409", envelope, "workspace_setting: a limit stored in the workspace's settings "
+                                              "(limits.*) fails its check.")
     if any(parameter.get("in") == "query" for parameter in operation.get("parameters", [])):
         _add_answer(answers, "400", envelope, "invalid_encoding: the query string is not UTF-8.")
     _add_answer(answers, "503", envelope, "deadline_exceeded: the request ran past its route class's deadline "

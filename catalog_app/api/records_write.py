@@ -9,7 +9,7 @@ from memseek_site.parsing import PUBLIC_NAME, parse_object
 from memseek_site.tracing import RECORD_COUNT, memory_operation
 
 from ..services.record_ingest import record_ingest_batch
-from .schema import ErrorSerializer, closed_request
+from .schema import QUOTA_EXCEEDED, ErrorSerializer, closed_request
 
 
 @closed_request
@@ -61,7 +61,7 @@ class RecordBatchView(APIView):
         summary="Write a batch of 1-100 records atomically",
         request=RecordBatchSerializer,
         responses={200: IngestResultSerializer, 401: ErrorSerializer, 404: ErrorSerializer,
-                   409: ErrorSerializer, 422: ErrorSerializer},
+                   409: ErrorSerializer, 413: QUOTA_EXCEEDED, 422: ErrorSerializer},
         examples=[OpenApiExample("One event", request_only=True, value={"records": [
             {"entity": "contact.maria", "collection": "main", "type": "event",
              "text": "Maria confirmed the Q3 budget."}]})],

@@ -14,7 +14,7 @@ from memseek_site.parsing import parse_object
 from ..selectors_review import review_row
 from ..services.review import draft_approve, draft_reject
 from .reads import parse_no_query, parse_record_id
-from .schema import ErrorSerializer
+from .schema import QUOTA_EXCEEDED, ErrorSerializer
 
 
 class ReviewRecordSerializer(serializers.Serializer):
@@ -46,7 +46,7 @@ class ReviewResultSerializer(serializers.Serializer):
 _ID = OpenApiParameter("id", OpenApiTypes.UUID, OpenApiParameter.PATH,
                        description="The draft's record id; a malformed one is 422 invalid_id.")
 _RESPONSES = {200: ReviewResultSerializer, 401: ErrorSerializer, 404: ErrorSerializer, 409: ErrorSerializer,
-              422: ErrorSerializer}
+              413: QUOTA_EXCEEDED, 422: ErrorSerializer}
 
 
 def _parse_empty_body(request) -> None:

@@ -7,6 +7,7 @@ import copy
 from drf_spectacular.hooks import postprocess_schema_enums
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import ResolvedComponent
+from drf_spectacular.utils import OpenApiResponse
 from rest_framework import serializers
 
 from ..auth import required_capabilities
@@ -16,6 +17,22 @@ class ErrorSerializer(serializers.Serializer):
     error = serializers.CharField(help_text="Stable snake_case error code.")
     detail = serializers.CharField(help_text="What was wrong and what to do instead.")
     path = serializers.CharField(required=False, help_text="Dotted location of the offending value.")
+
+
+# The answer of a route that writes records when the write would pass the workspace's storage
+# quota (catalog_app.services.storage_quota).
+class QuotaErrorSerializer(ErrorSerializer):
+    """The Error envelope, with what a ``quota_exceeded`` answer adds (absent from the route's
+    other 413 answer, body_too_large)."""
+
+    quota = serializers.ChoiceField(choices=["records", "bytes"], required=False, help_text="The quota passed.")
+    limit = serializers.IntegerField(required=False, help_text="The quota: records, or bytes of text and content.")
+    would_hold = serializers.IntegerField(required=False, help_text="What the workspace would hold after the write.")
+
+
+QUOTA_EXCEEDED = OpenApiResponse(QuotaErrorSerializer, description=(
+    "quota_exceeded: the write would bring the workspace past its records or bytes quota (the envelope's "
+    "quota, limit and would_hold say which and by how much); nothing was written."))
 
 
 class SchemaField(serializers.JSONField):

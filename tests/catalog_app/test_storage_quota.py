@@ -14,6 +14,7 @@ from catalog_app.models import Record, WorkspaceRecordCounter
 from catalog_app.services.record_ingest import record_ingest_batch
 from catalog_app.services.workspaces import workspace_create
 from memseek_site.errors import ApiError
+from tests.memseek_site.test_openapi_responses import check
 from tests.retrieval_app.lexical_factories import load_lexical_catalog, note
 
 
@@ -60,7 +61,9 @@ def test_a_batch_past_the_record_quota_writes_nothing(notes, api, settings):
     assert_quota_exceeded(post(api, note("three"), note("four")), "records", 3)
     assert (held(notes), list(Record.objects.filter(workspace=notes).values_list("id", flat=True))) == before
     assert post(api, note("three")).status_code in (200, 201)  # exactly up to the quota fits
-    assert_quota_exceeded(post(api, note("four")), "records", 3)
+    refused = post(api, note("four"))
+    assert_quota_exceeded(refused, "records", 3)
+    check(refused, "POST", "/records", 413)
     assert held(notes) == recounted(notes) and held(notes)[0] == 3
 
 

@@ -91,6 +91,29 @@ def test_a_workspace_over_its_rate_is_refused_for_every_key_while_another_worksp
     assert first.get("/collections").status_code == 200
 
 
+def test_every_route_that_takes_a_key_documents_429_with_retry_after():
+    from tests.memseek_site.test_openapi_responses import _document
+
+    for route, item in _document()["paths"].items():
+        for method, operation in item.items():
+            answers = operation["responses"]
+            if operation.get("security"):
+                assert "rate_limited" in answers["429"]["description"], (method, route)
+                assert answers["429"]["headers"]["Retry-After"]["schema"]["minimum"] == 1, (method, route)
+                assert "workspace_setting" in answers["409"]["description"], (method, route)
+            else:
+                assert "429" not in answers, (method, route)  # a public route is never counted
+
+
+def test_a_refusal_is_the_documented_envelope(redis_cache, settings, workspace_and_key):
+    from tests.memseek_site.test_openapi_responses import check
+
+    limited(settings, RATE_LIMIT_KEY_READ="1/d")
+    api = client_for(workspace_and_key[1])
+    check(api.get("/collections"), "GET", "/collections")
+    check(api.get("/collections"), "GET", "/collections", 429)
+
+
 def test_route_classes_count_apart(redis_cache, settings, workspace_and_key, catalog):
     limited(settings, RATE_LIMIT_KEY_SEARCH="1/d", RATE_LIMIT_KEY_READ="2/d")
     api = client_for(workspace_and_key[1])
