@@ -1,9 +1,11 @@
 """When a failed call is sent again, and how long the client waits first.
 
-Retried: a ``503`` (the service says it is temporarily unavailable) and a connection that could
-not be made (the request never reached the server). A connection lost after the request was
-sent is retried only for ``GET``, which changes nothing; a ``POST`` may have been applied. A 4xx
-is never retried, and neither is a timeout (the caller's own bound). Attempts are bounded.
+Retried: a ``503`` (the service says it is temporarily unavailable), a ``429 rate_limited``
+(the key or its workspace passed its rate; the service refused the request before doing any of
+it, so a ``POST`` is safe to send again) and a connection that could not be made (the request
+never reached the server). A connection lost after the request was sent is retried only for
+``GET``, which changes nothing; a ``POST`` may have been applied. Any other 4xx is never
+retried, and neither is a timeout (the caller's own bound). Attempts are bounded.
 
 The wait before attempt ``n + 1`` is the server's ``Retry-After`` when it sent one, else
 "full jitter" exponential backoff: a uniform draw from ``[0, min(backoff_max, backoff_base *
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 
 import httpx
 
-RETRY_STATUSES = frozenset({503})
+RETRY_STATUSES = frozenset({429, 503})
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,6 @@
 """Retries, backoff and timeouts, against a real HTTP server on loopback that answers from a
-script: a 503 is retried (after ``Retry-After`` when sent, else a jittered exponential wait),
-a connection error too, a 4xx never, and attempts are bounded."""
+script: a 503 and a 429 are retried (after ``Retry-After`` when sent, else a jittered exponential
+wait), a connection error too, any other 4xx never, and attempts are bounded."""
 from __future__ import annotations
 
 import random
@@ -9,8 +9,8 @@ import socket
 import httpx
 import pytest
 
-from memseek_client import (ConnectionFailed, MemseekClient, ResponseShapeError, RetryPolicy, Timeout, Unavailable,
-                            Unprocessable)
+from memseek_client import (ConnectionFailed, MemseekClient, RateLimited, ResponseShapeError, RetryPolicy, Timeout,
+                            Unavailable, Unprocessable)
 from memseek_client.models import Health
 
 from .scripted_server import RecordingSleep, Reply, ScriptedServer
@@ -64,7 +64,34 @@ def test_a_retry_after_beyond_the_policys_ceiling_is_not_waited_out():
     assert len(server.seen) == 1 and sleep.waits == [] and caught.value.retry_after == 3600.0
 
 
-@pytest.mark.parametrize("status", [400, 401, 404, 409, 422, 429])
+RATE_LIMITED = {"error": "rate_limited", "detail": "slow down", "retry_after_s": 1, "scope": "key",
+                "route_class": "bulk", "limit": "2/s"}
+
+
+def test_a_429_write_is_sent_again_after_retry_after():
+    """A 429 was refused before anything ran, so even a POST is sent again, after the server's wait."""
+    written = {"inserted": [{"index": 0, "id": "r1", "ready": True}], "duplicates": []}
+    with ScriptedServer(Reply(429, RATE_LIMITED, (("Retry-After", "1"),)), Reply(200, written)) as server:
+        sleep = RecordingSleep()
+        with MemseekClient(server.url, "key", retry=POLICY, sleep=sleep) as client:
+            result = client.write_records([{"entity": "e", "type": "note", "text": "x"}])
+    assert result.inserted[0].id == "r1"
+    assert [seen.method for seen in server.seen] == ["POST", "POST"] and sleep.waits == [1.0]
+
+
+def test_429s_past_the_attempt_bound_raise_rate_limited_with_the_envelope():
+    with ScriptedServer(Reply(429, RATE_LIMITED, (("Retry-After", "1"),))) as server:
+        sleep = RecordingSleep()
+        with MemseekClient(server.url, "key", retry=POLICY, sleep=sleep) as client:
+            with pytest.raises(RateLimited) as caught:
+                client.collections()
+    assert len(server.seen) == 3 and sleep.waits == [1.0, 1.0]
+    error = caught.value
+    assert (error.code, error.retry_after, error.extra["scope"], error.extra["retry_after_s"]) == (
+        "rate_limited", 1.0, "key", 1)
+
+
+@pytest.mark.parametrize("status", [400, 401, 404, 409, 413, 422])
 def test_a_4xx_is_never_retried(status):
     envelope = {"error": "request_schema", "detail": "no", "path": "records[0].text"}
     with ScriptedServer(Reply(status, envelope)) as server:
