@@ -9,7 +9,7 @@ every process and host sharing the cache shares each count; without it the count
 
 Past a rate the request is refused before its view runs, so nothing of it happened and any
 method may be sent again: ``429 rate_limited`` with ``Retry-After`` (whole seconds until the
-counter's window ends, at least 1) in the header and as ``retry_after_s`` in the envelope,
+the counter's next window opens, at least 1) in the header and as ``retry_after_s`` in the envelope,
 which also names the ``scope`` (``key`` or ``workspace``), the ``route_class`` and the
 ``limit``. A request the MCP server makes in-process for its caller is not counted again: the
 caller's ``/mcp`` request was. A cache that cannot be reached counts nothing and refuses
@@ -69,7 +69,9 @@ def _count(request, scope: str, klass: str, counter: int, rate: str) -> None:
         # django-ratelimit's answer when the cache held no count after add/incr: unknown, not over.
         logger.warning("rate limit not counted: the cache returned no count")
         return
-    wait = max(1, int(usage["time_left"]))
+    # django-ratelimit's window runs through the whole second it names as its end (``time_left``
+    # counts whole seconds to it), so the next window opens one second after that.
+    wait = int(usage["time_left"]) + 1
     raise ApiError("rate_limited", f"This {scope} sent more than {rate} {klass} requests; retry after {wait} s "
                                    f"(Retry-After), or spread the requests out.", None,
                    {RETRY_AFTER_MEMBER: wait, "scope": scope, "route_class": klass, "limit": rate})
