@@ -36,6 +36,8 @@ _RATE_SETTING = {scope: {name: f"RATE_LIMIT_{scope.upper()}_{name.upper()}" for 
 _RATE_OVERRIDE = {"key": "limits.keyRate", "workspace": "limits.workspaceRate"}
 _QUOTA_SETTING = {"records": "QUOTA_RECORDS", "bytes": "QUOTA_BYTES"}
 _QUOTA_OVERRIDE = {"records": "limits.records", "bytes": "limits.bytes"}
+# The workspace settings this module reads (``manage.py workspace_setting`` accepts them).
+SETTING_NAMES = (*_RATE_OVERRIDE.values(), *_QUOTA_OVERRIDE.values())
 # django-ratelimit's rate grammar, whole (its own reader matches a prefix only): a count of at
 # least one, then a period of an optional multiplier and a unit.
 RATE_PATTERN = re.compile(r"[1-9][0-9]{0,9}/([1-9][0-9]{0,6})?[smhd]")

@@ -1,5 +1,5 @@
 """``python manage.py workspace_setting WS [NAME [VALUE | --unset]]``: read or set a workspace's
-``retrieval.*`` settings.
+``retrieval.*`` settings and its ``limits.*`` rate limits and quotas.
 
 VALUE is JSON (``2000``, ``true``, ``'{"recency": 0.3}'``); anything that is not JSON is taken as
 a string. Without NAME the command prints the effective settings and the stored overrides.
@@ -15,7 +15,8 @@ from retrieval_app.workspace_settings import workspace_setting_set, workspace_se
 
 
 class Command(BaseCommand):
-    help = "Show or set a workspace's retrieval.* settings (VALUE is JSON, e.g. true, 2000, '{\"recency\": 0.3}')."
+    help = ("Show or set a workspace's retrieval.* and limits.* settings (VALUE is JSON, e.g. true, 2000, "
+            "'{\"recency\": 0.3}').")
 
     def add_arguments(self, parser):
         parser.add_argument("workspace")
