@@ -58,7 +58,7 @@ def client_for(key: str) -> APIClient:
 def assert_rate_limited(response, scope: str, route_class: str, limit: str) -> None:
     assert response.status_code == 429, response.content
     body = response.json()
-    assert body["error"] == "rate_limited"
+    assert body["error"] == "rate_limited" and "path" not in body  # about the request as a whole
     assert (body["scope"], body["route_class"], body["limit"]) == (scope, route_class, limit)
     assert body["retry_after_s"] >= 1
     assert response["Retry-After"] == str(body["retry_after_s"])
