@@ -47,10 +47,10 @@ def post(api, *items):
     return api.post("/records", {"records": list(items)}, format="json")
 
 
-def assert_quota_exceeded(response, quota: str, limit: int) -> None:
+def assert_quota_exceeded(response, quota: str, limit: int, path: str = "records") -> None:
     assert response.status_code == 413, response.content
     body = response.json()
-    assert (body["error"], body["quota"], body["limit"], body["path"]) == ("quota_exceeded", quota, limit, "records")
+    assert (body["error"], body["quota"], body["limit"], body["path"]) == ("quota_exceeded", quota, limit, path)
     assert body["would_hold"] > limit
 
 
@@ -171,3 +171,17 @@ def test_the_quota_is_per_workspace(notes, api, settings, db, tmp_path):
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
     assert post(client, note("theirs")).status_code in (200, 201)
     assert_quota_exceeded(post(api, note("mine again")), "records", 1)
+
+
+def test_approving_a_draft_past_the_quota_is_refused_and_the_draft_stays_pending(catalog, api, settings):
+    from tests.catalog_app.test_review import draft, state
+
+    proposal = draft(catalog)
+    settings.MEMSEEK = {"QUOTA_RECORDS": 1}
+    before = state(catalog)
+    response = api.post(f"/records/{proposal.id}/approve")
+    assert_quota_exceeded(response, "records", 1, "id")  # the review routes name the draft they write from
+    check(response, "POST", "/records/{id}/approve", 413)
+    assert state(catalog) == before  # no successor, no audit row
+    settings.MEMSEEK = {"QUOTA_RECORDS": 2}
+    assert api.post(f"/records/{proposal.id}/approve").status_code == 200
