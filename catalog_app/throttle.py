@@ -9,8 +9,8 @@ every process and host sharing the cache shares each count; without it the count
 
 Past a rate the request is refused before its view runs, so nothing of it happened and any
 method may be sent again: ``429 rate_limited`` with ``Retry-After`` (whole seconds until the
-the counter's next window opens, at least 1) in the header and as ``retry_after_s`` in the envelope,
-which also names the ``scope`` (``key`` or ``workspace``), the ``route_class`` and the
+counter's next window opens, at least 1) in the header and as ``retry_after_s`` in the
+envelope, which also names the ``scope`` (``key`` or ``workspace``), the ``route_class`` and the
 ``limit``. A request the MCP server makes in-process for its caller is not counted again: the
 caller's ``/mcp`` request was. A cache that cannot be reached counts nothing and refuses
 nothing (logged): rate limits must not take the API down with them.
@@ -46,19 +46,20 @@ class RateLimitThrottle(BaseThrottle):
         limits = workspace_limits(workspace.settings)
         url_name = request.resolver_match.url_name if request.resolver_match else None
         klass = route_class(url_name, request.method)
-        for scope, counter in (("key", identity.key_id), ("workspace", workspace.pk)):
+        for scope, counted_id in (("key", identity.key_id), ("workspace", workspace.pk)):
             rate = limits.rate(scope, klass)
             if rate is not None:
-                _count(request, scope, klass, counter, rate)
+                _count(request, scope, klass, counted_id, rate)
         return True
 
 
-def _count(request, scope: str, klass: str, counter: int, rate: str) -> None:
-    """Count one request on ``scope``'s counter ``counter``; raise ``rate_limited`` past ``rate``."""
+def _count(request, scope: str, klass: str, counted_id: int, rate: str) -> None:
+    """Count one request of class ``klass`` for the key or workspace ``counted_id`` (``scope``
+    says which); raise ``rate_limited`` past ``rate``."""
     from memseek_site.error_handler import RETRY_AFTER_MEMBER
 
     try:
-        usage = get_usage(request, group=f"memseek:{scope}:{klass}", key=lambda group, request: str(counter),
+        usage = get_usage(request, group=f"memseek:{scope}:{klass}", key=lambda group, request: str(counted_id),
                           rate=rate, increment=True)
     except Exception:  # noqa: BLE001  whatever the cache client raises (connection refused, timeout, ...)
         logger.warning("rate limit not counted: the cache cannot be reached", exc_info=True)
