@@ -12,8 +12,9 @@ lane ``(entity, collection, key)``:
 - ``get`` reads the lane's newest active version (``GET /document/history``, then ``GET
   /records/{id}``), so a value still being enriched is already returned; a record written by
   anything but this store reads as its whole ``content``.
-- ``delete`` (``put`` of ``None``) writes a tombstone: the fact is retracted, ``get`` and
-  ``search`` stop returning it, its history keeps it.
+- ``delete`` (``put`` of ``None``) forgets the fact for good: ``DELETE /records/{id}`` erases
+  every version of the lane and what was derived from it. With ``forget=False`` it writes a
+  tombstone instead: the fact is retracted, its history keeps every earlier value.
 - ``search`` without a query lists the current facts under a namespace prefix (by entity, then
   key); with one it is ``POST /search`` over the current facts. ``filter`` is applied to the
   values here, after the page is fetched, with the operators LangGraph documents
@@ -49,13 +50,15 @@ class MemseekStore(BaseStore):
     """A LangGraph store on ``client`` over ``collection``'s named facts (module docstring).
 
     ``record_type`` is the type of the records ``put`` writes; ``mode`` is the ``/search`` mode
-    of a query (``hybrid``, ``vector`` or ``text``)."""
+    of a query (``hybrid``, ``vector`` or ``text``); ``forget`` chooses what ``delete`` does
+    (module docstring)."""
 
     supports_ttl = False
 
     def __init__(self, client: MemseekClient, *, collection: str = "main", record_type: str = "store_item",
-                 mode: str = "hybrid") -> None:
+                 mode: str = "hybrid", forget: bool = True) -> None:
         self.client = client
+        self.forget = forget
         self.collection = collection
         self.record_type = record_type
         self.mode = mode
@@ -102,11 +105,27 @@ class MemseekStore(BaseStore):
                     created_at=written, updated_at=written)
 
     def _delete(self, namespace: tuple[str, ...], key: str) -> None:
-        head = self._head(entity_of(namespace), key)
+        entity = entity_of(namespace)
+        if self.forget:
+            newest = self._newest(entity, key)
+            if newest is not None:
+                try:
+                    self.client.delete_record(newest.id)
+                except NotFound:  # erased since the history was read: already gone
+                    pass
+            return
+        head = self._head(entity, key)
         if head is not None and not head.tombstone:
             self.client.write_records([RecordInput(
-                entity=entity_of(namespace), collection=self.collection, type=self.record_type, key=key,
-                tombstone=True, derived_from=[head.id])])
+                entity=entity, collection=self.collection, type=self.record_type, key=key, tombstone=True,
+                derived_from=[head.id])])
+
+    def _newest(self, entity: str, key: str) -> DocumentVersion | None:
+        """The lane's newest version of any status (``DELETE`` of one erases the whole slot)."""
+        try:
+            return self.client.document_history(entity, self.collection, key, limit=1).versions[0]
+        except (NotFound, IndexError):
+            return None
 
     def _head(self, entity: str, key: str) -> DocumentVersion | None:
         """The newest active version of the lane, ready or not (a value still being enriched is

@@ -8,10 +8,10 @@ import asyncio
 import pytest
 from langgraph.store.base import GetOp, InvalidNamespaceError, Item, PutOp, SearchItem
 
-from memseek_client import MemseekError
+from memseek_client import MemseekError, NotFound
 from memseek_client.integrations.langgraph_store import MemseekStore
 
-from .conftest import LIVE
+from .conftest import LIVE, require_route
 
 pytestmark = LIVE
 
@@ -46,17 +46,39 @@ def test_get_of_an_unknown_key_or_namespace_is_none(store):
     assert store.get(("users", "nobody", "at-all"), "known") is None
 
 
-def test_delete_retracts_the_fact_and_keeps_its_history(store, client):
+def test_delete_forgets_every_version_of_the_fact(store, client, listed_routes):
+    require_route(listed_routes, "DELETE", "/records/{id}")
     store.put(("users", "di"), "job", {"text": "Di is a welder."})
+    store.put(("users", "di"), "job", {"text": "Di is a plumber."})
+    store.put(("users", "di"), "car", {"text": "Di drives a van."})
+    ids = [version.id for version in client.document_history("users.di", "main", "job").versions]
     store.delete(("users", "di"), "job")
     assert store.get(("users", "di"), "job") is None
-    assert store.search(("users", "di")) == []
-    versions = client.document_history("users.di", "main", "job").versions
-    assert [version.tombstone for version in versions] == [True, False]
+    assert [item.key for item in store.search(("users", "di"))] == ["car"]
+    assert {item.key for item in store.search(("users", "di"), query="welder plumber")} <= {"car"}
+    for record_id in ids:
+        with pytest.raises(NotFound):
+            client.get_record(record_id)
     store.delete(("users", "di"), "job")  # deleting what is gone changes nothing
-    assert len(client.document_history("users.di", "main", "job").versions) == 2
+    store.delete(("users", "nobody"), "job")
+    assert store.get(("users", "di"), "car").value == {"text": "Di drives a van."}
     store.put(("users", "di"), "job", {"text": "Di is a baker."})
     assert store.get(("users", "di"), "job").value == {"text": "Di is a baker."}
+    assert len(client.document_history("users.di", "main", "job").versions) == 1
+
+
+def test_delete_without_forget_retracts_the_fact_and_keeps_its_history(client):
+    store = MemseekStore(client, forget=False)
+    store.put(("users", "el"), "job", {"text": "El is a welder."})
+    store.delete(("users", "el"), "job")
+    assert store.get(("users", "el"), "job") is None
+    assert store.search(("users", "el")) == []
+    versions = client.document_history("users.el", "main", "job").versions
+    assert [version.tombstone for version in versions] == [True, False]
+    store.delete(("users", "el"), "job")  # deleting what is retracted changes nothing
+    assert len(client.document_history("users.el", "main", "job").versions) == 2
+    store.put(("users", "el"), "job", {"text": "El is a baker."})
+    assert store.get(("users", "el"), "job").value == {"text": "El is a baker."}
 
 
 def test_search_without_a_query_lists_the_facts_under_a_prefix(store):
