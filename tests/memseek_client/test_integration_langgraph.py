@@ -152,3 +152,21 @@ def test_namespaces_langgraph_refuses_and_ttls_fail_before_any_call(store, clien
     with pytest.raises(NotImplementedError):
         store.put(("users", "jo"), "k", {"text": "x"}, ttl=5)
     assert client.timeline("users.jo").records == ()
+
+
+def test_keys_and_labels_with_slashes_percent_and_spaces_round_trip_through_every_operation(store):
+    namespace, key = ("odd/ns", "100% sure", "tab\there"), "a/b%2F c"
+    store.put(namespace, key, {"text": "The odd one is a lighthouse keeper."})
+    assert store.get(namespace, key).value == {"text": "The odd one is a lighthouse keeper."}
+    assert [(item.namespace, item.key) for item in store.search(("odd/ns",))] == [(namespace, key)]
+    assert [item.key for item in store.search(namespace, query="lighthouse keeper")] == [key]
+    assert store.list_namespaces(prefix=("odd/ns",)) == [namespace]
+    store.delete(namespace, key)
+    assert store.get(namespace, key) is None and store.search(("odd/ns",)) == []
+
+
+def test_a_key_longer_than_the_server_allows_is_refused_with_its_path(store, client):
+    with pytest.raises(MemseekError) as failure:
+        store.put(("users", "kim"), "k" * 129, {"text": "x"})
+    assert failure.value.status == 422 and failure.value.path == "records[0].key"
+    assert client.timeline("users.kim").records == ()
