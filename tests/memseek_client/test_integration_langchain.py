@@ -8,7 +8,7 @@ import pytest
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 
-from memseek_client import RecordInput, Unprocessable
+from memseek_client import AsyncMemseekClient, ClientClosed, RecordInput, Unprocessable
 from memseek_client.integrations.langchain_retriever import MemseekBriefRetriever, MemseekRetriever
 
 from .conftest import LIVE, require_route
@@ -75,3 +75,19 @@ def test_the_brief_retriever_returns_the_briefs_passages(client, listed_routes, 
     assert any("Bubbles" in document.page_content for document in documents)
     ranked = MemseekBriefRetriever(client=client, entity="contact.lena", scope="passages/main").invoke("coffee")
     assert ranked and ranked[0].id == lena[2]
+
+
+def test_ainvoke_awaits_the_async_client_when_given(live, lena):
+    client = live.client()
+    client.close()  # the sync client cannot answer: only the async one can
+
+    async def both():
+        async with AsyncMemseekClient(live.url, live.key) as async_client:
+            search = MemseekRetriever(client=client, async_client=async_client, entities=["contact.lena"], k=1)
+            brief = MemseekBriefRetriever(client=client, async_client=async_client, entity="contact.lena",
+                                          scope="passages/main")
+            return await search.ainvoke("oat milk coffee"), await brief.ainvoke("road bike")
+    searched, briefed = asyncio.run(both())
+    assert [d.id for d in searched] == [lena[2]] and briefed and briefed[0].id == lena[1]
+    with pytest.raises(ClientClosed):
+        asyncio.run(MemseekRetriever(client=client, entities=["contact.lena"]).ainvoke("oat milk"))
