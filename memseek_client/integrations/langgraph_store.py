@@ -16,9 +16,10 @@ lane ``(entity, collection, key)``:
   every version of the lane and what was derived from it. With ``forget=False`` it writes a
   tombstone instead: the fact is retracted, its history keeps every earlier value.
 - ``search`` without a query lists the current facts under a namespace prefix (by entity, then
-  key); with one it is ``POST /search`` over the current facts. ``filter`` is applied to the
-  values here, after the page is fetched, with the operators LangGraph documents
-  (``$eq $ne $gt $gte $lt $lte``).
+  key); with one it is ``POST /search`` over the current facts, in the search's order, so
+  ``offset + limit`` reaches at most the 100 best. ``filter`` is applied to the values here,
+  after the page is fetched, with the operators LangGraph documents (``$eq $ne $gt $gte $lt
+  $lte``).
 - ``list_namespaces`` lists the entities holding facts in the collection.
 
 ``created_at`` and ``updated_at`` of an item are both the time its current value was written: a
@@ -160,19 +161,25 @@ class MemseekStore(BaseStore):
         return found
 
     def _ranked(self, query: str, entities: list[str] | None, op: SearchOp) -> list[SearchItem]:
+        """The best current facts for ``query``: one ``/search`` per 100 entities (scores are
+        not comparable across responses, so several are interleaved by rank), read in that
+        order until ``offset + limit`` pass the filter."""
         scope: dict[str, Any] = {"collections": [self.collection], "keyed": True, "versions": "current"}
         k = SEARCH_PAGE if op.filter else min(SEARCH_PAGE, op.offset + op.limit)
-        found: list[SearchItem] = []
-        for chunk in _chunks(entities, SEARCH_PAGE) if entities is not None else [None]:
+        hits = []
+        for index, chunk in enumerate(_chunks(entities, SEARCH_PAGE) if entities is not None else [None]):
             response = self.client.search(query, mode=self.mode, k=k, include=["entity", "key"],
                                           scope=scope if chunk is None else {**scope, "entities": chunk})
-            for hit in response.hits:
-                if hit.entity is None or hit.key is None or not namespace_of(hit.entity):
-                    continue
-                item = self._search_item(hit.entity, hit.key, hit.score, op.filter)
-                if item is not None:
-                    found.append(item)
-        return sorted(found, key=lambda item: -(item.score or 0.0))
+            hits += [(hit.rank, index, hit) for hit in response.hits
+                     if hit.entity is not None and hit.key is not None and namespace_of(hit.entity)]
+        found: list[SearchItem] = []
+        for _, _, hit in sorted(hits, key=lambda ranked: ranked[:2]):
+            item = self._search_item(str(hit.entity), str(hit.key), hit.score, op.filter)
+            if item is not None:
+                found.append(item)
+                if len(found) >= op.offset + op.limit:
+                    break
+        return found
 
     def _search_item(self, entity: str, key: str, score: float | None,
                      conditions: dict[str, Any] | None) -> SearchItem | None:

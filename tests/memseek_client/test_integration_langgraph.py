@@ -99,13 +99,16 @@ def test_search_without_a_query_lists_the_facts_under_a_prefix(store):
     assert store.search(("team", "green")) == []
 
 
-def test_search_with_a_query_ranks_by_meaning_within_the_prefix(store):
+def test_search_with_a_query_ranks_by_meaning_within_the_prefix(store, client):
     store.put(("pets", "eve"), "dog", {"text": "Eve's dog is a black labrador called Rex."})
     store.put(("pets", "eve"), "car", {"text": "Eve drives a red bicycle to work."})
     store.put(("pets", "fay"), "dog", {"text": "Fay has a golden retriever puppy."})
     found = store.search(("pets", "eve"), query="labrador dog", limit=2)
     assert [item.key for item in found][:1] == ["dog"] and {item.namespace for item in found} == {("pets", "eve")}
     assert all(item.score is not None for item in found)
+    ranked = client.search("labrador dog", mode="hybrid", k=2, include=["key"], scope={
+        "collections": ["main"], "entities": ["pets.eve"], "keyed": True, "versions": "current"}).hits
+    assert [(item.key, item.score) for item in found] == [(hit.key, hit.score) for hit in ranked]
     both = store.search(("pets",), query="dog", filter={"text": "Fay has a golden retriever puppy."})
     assert [(item.namespace, item.key) for item in both] == [(("pets", "fay"), "dog")]
 
