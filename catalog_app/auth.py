@@ -93,9 +93,13 @@ def clear_key_cache() -> None:
         _cache.clear()
 
 
-def required_capabilities(view) -> frozenset[str]:
-    """What ``view`` (a class or an instance) needs: its declared ``capability``, else all."""
-    declared = getattr(view, "capability", None)
+def required_capabilities(view, method: str | None = None) -> frozenset[str]:
+    """What ``view`` (a class or an instance) needs for ``method`` (by default the method of the
+    instance's request): its ``capability_by_method`` entry for it ({"DELETE": "write"}: one path,
+    methods of different weight), else its declared ``capability``, else all."""
+    if method is None:
+        method = getattr(getattr(view, "request", None), "method", None)
+    declared = getattr(view, "capability_by_method", {}).get(method, getattr(view, "capability", None))
     return frozenset((declared,)) if declared is not None else frozenset(CAPABILITIES)
 
 

@@ -246,6 +246,28 @@ class ReviewAudit(models.Model):
         return f"{self.action} {self.draft_id} by {self.actor}"
 
 
+class ErasureAudit(models.Model):
+    """One erasure (``catalog_app.services.record_erase``): who (the API key's id; None from
+    code), when, what kind (one ``record`` or one ``entity``), and how many rows of what it
+    removed. It names neither the entity nor the records: an audit that kept them would keep
+    what was erased."""
+
+    KINDS = (("record", "record"), ("entity", "entity"))
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="erasure_audits")
+    actor_key_id = models.BigIntegerField(null=True, blank=True)
+    kind = models.CharField(max_length=8, choices=KINDS)
+    collection = models.CharField(max_length=64, blank=True, default="")
+    counts = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"erased {self.counts.get('records', 0)} records ({self.kind}) by key {self.actor_key_id}"
+
+
 class DeadLetter(models.Model):
     """A task that failed for good: its last try raised an error that is not retried, or its
     retries ran out (``catalog_app.tasks.DeadLetteringTask``). Its message was acknowledged, so

@@ -103,6 +103,22 @@ class Routes:
         return Call("GET", f"/records/{_segment(record_id)}", m.Record)
 
     @route
+    def delete_record(self, record_id: str, dry_run: bool = False) -> Call[m.ErasureResult]:
+        """``DELETE /records/{id}``: forget the record for good, with every version, draft and
+        derived record of it → ``ErasureResult`` (``dry_run``: count only; ``NotFound`` for an
+        unknown id)."""
+        return Call("DELETE", f"/records/{_segment(record_id)}", m.ErasureResult,
+                    params={"dry_run": "true"} if dry_run else None)
+
+    @route
+    def erase_entity(self, entity: str, *, collection: str | None = None,
+                     dry_run: bool = False) -> Call[m.ErasureResult]:
+        """``POST /erase``: forget every record of ``entity`` (in ``collection`` only, when given)
+        for good → ``ErasureResult`` (``dry_run``: count only)."""
+        return Call("POST", "/erase", m.ErasureResult,
+                    body=_drop_none(entity=entity, collection=collection, dry_run=dry_run))
+
+    @route
     def approve_record(self, record_id: str) -> Call[m.ReviewResult]:
         """``POST /records/{id}/approve``: write the active successor of a draft → ``ReviewResult``."""
         return Call("POST", f"/records/{_segment(record_id)}/approve", m.ReviewResult)

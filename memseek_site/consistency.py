@@ -114,7 +114,7 @@ def route_request(request, view, workspace_id) -> None:
             raise ApiError("invalid_consistency_token",
                            f"{TOKEN_HEADER} must be a WAL position as a write response sent it (such as 0/3A1F2B8).",
                            _TOKEN_PATH) from None
-    if getattr(view, "database", None) != "read" or routing.primary_only or not replicas_serve_reads():
+    if database_use(view, request.method) != "read" or routing.primary_only or not replicas_serve_reads():
         return
     last_write = workspace_last_write(workspace_id)
     if last_write is not None:
@@ -124,6 +124,12 @@ def route_request(request, view, workspace_id) -> None:
         routing.alias = alias
         routing.scope = serving(alias)
         routing.scope.__enter__()
+
+
+def database_use(view, method: str) -> str | None:
+    """How ``view`` (a class or an instance) uses the database for ``method``: its
+    ``database_by_method`` entry for it, else its ``database`` ("read" or "write"; None: undeclared)."""
+    return getattr(view, "database_by_method", {}).get(method, getattr(view, "database", None))
 
 
 class ReadRoutingMiddleware:
@@ -163,7 +169,7 @@ class ReadRoutingMiddleware:
 
     def process_view(self, request, view_func, view_args, view_kwargs):
         routing = request.memseek_routing
-        routing.kind = getattr(getattr(view_func, "cls", None), "database", None)
+        routing.kind = database_use(getattr(view_func, "cls", None), request.method)
         if routing.kind == "read" and replica_aliases() and not request._read_started \
                 and int(request.META.get("CONTENT_LENGTH") or 0) > 0:
             # Kept for a retry on the primary; one byte past the limit so the parser still refuses it.

@@ -129,6 +129,7 @@ ERROR_STATUS: dict[str, int] = {
     "lexical_scan_budget": 400,
     "retrieval_scan_limit": 400,
     "retrieval_busy": 503,
+    "erasure_busy": 503,
     "retrieval_inconsistency": 500,
     # Read-your-writes: a Memseek-Consistency-Token header that is not a WAL position
     "invalid_consistency_token": 400,

@@ -33,6 +33,7 @@ from django.db import IntegrityError, connection, transaction
 from memseek_site.errors import ApiError
 from memseek_site.parsing import at, fail, parse_list, parse_number, parse_object, parse_string, parse_uuid
 
+from .erasure import is_erased
 from .models import Feedback, Receipt, RecordUtility
 
 OUTCOME_SCORES = {"success": 1.0, "partial": 0.5, "failure": 0.0, "irrelevant": 0.0}
@@ -89,7 +90,7 @@ def receipt_feedback_create(*, workspace, receipt_id: uuid.UUID, body) -> tuple[
     receipt = Receipt.objects.filter(workspace=workspace, pk=receipt_id).first()
     if receipt is None:
         raise ApiError("receipt_not_found", f"No receipt {receipt_id} in this workspace.", path="id")
-    delivered = list(dict.fromkeys(item["id"] for item in receipt.items))
+    delivered = list(dict.fromkeys(item["id"] for item in receipt.items if not is_erased(item)))
     record_ids = request.record_ids if request.record_ids is not None else tuple(delivered)
     if request.record_ids is not None:
         known = set(delivered)

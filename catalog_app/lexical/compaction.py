@@ -83,6 +83,12 @@ def lexical_compact(*, workspace_id: int, full: bool = False) -> list[Compaction
         return [_compact(cursor, workspace_id, analyzer, full) for analyzer in maintained_analyzers()]
 
 
+def lock_compaction(cursor, workspace_id: int) -> None:
+    """Wait for workspace ``workspace_id``'s compaction lock and hold it to the end of the
+    transaction (erasure: its fold must run, not be skipped as a concurrent one would be)."""
+    cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_LOCK_NAMESPACE, workspace_id])
+
+
 def lexical_compaction_due(cursor, workspace_id: int) -> bool:
     """Whether workspace ``workspace_id``'s change log spans ``LEXICAL_COMPACT_CHANGES`` ids.
     The span is read from the first and last ids (two index probes, not a count), so other

@@ -154,3 +154,32 @@ def _apply(cursor, plans: list[tuple[Analyzer, list[int], list[int]]]) -> None:
         " SELECT group_id, analyzer, docs, total FROM delta ORDER BY analyzer, group_id"
         " ON CONFLICT (group_id, analyzer) DO UPDATE"
         " SET docs = s.docs + excluded.docs, total_length = s.total_length + excluded.total_length", params)
+
+
+def lexical_records_erased(cursor, *, workspace_id: int, seqs: Sequence[int]) -> int:
+    """Before records ``seqs`` of workspace ``workspace_id`` are deleted for good: take the
+    visible ones out of the index (documents and group statistics, as a record that stops being
+    visible), fold the workspace's change log into the blocks while the rows still name their
+    terms, so no block or pending row holds a posting of them, and take every one of them out of
+    its collection's source totals (a collection left with none loses its row, as if it never
+    had one). Returns the documents removed.
+
+    The caller holds the workspace's exclusive write lock (no ingest or lane reconcile runs
+    beside it) and has locked the rows; this takes the compaction lock, waiting for a running
+    compaction, so the fold is never skipped."""
+    from .compaction import lexical_compact, lock_compaction
+
+    if not seqs:
+        return 0
+    seqs = sorted(seqs)
+    cursor.execute(f"{_STATE} WHERE r.seq = ANY(%s)", [seqs])
+    _, removed = _reconcile(cursor, [(seq, False, indexed) for _, seq, _, indexed in cursor.fetchall()])
+    lock_compaction(cursor, workspace_id)
+    lexical_compact(workspace_id=workspace_id)
+    cursor.execute(
+        f"WITH gone AS (SELECT r.collection, count(*) AS rows, sum({source_bytes('r')}) AS bytes FROM {RECORD} r "
+        "WHERE r.seq = ANY(%s) GROUP BY 1 ORDER BY 1) "
+        f"UPDATE {SOURCE_TOTALS} s SET rows = s.rows - gone.rows, bytes = s.bytes - gone.bytes FROM gone "
+        "WHERE s.workspace_id = %s AND s.collection = gone.collection", [seqs, workspace_id])
+    cursor.execute(f"DELETE FROM {SOURCE_TOTALS} WHERE workspace_id = %s AND rows <= 0", [workspace_id])
+    return removed

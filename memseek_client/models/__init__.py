@@ -8,7 +8,7 @@ from .memory import (Brief, MemoryAround, MemoryFact, MemoryFactSource, MemoryGr
 from .reads import (CollectionContract, CollectionField, CollectionList, Document, DocumentBelief, DocumentHistory,
                     DocumentRetraction, DocumentVersion, Health, HealthProblem, ReplicaHealth, TimelinePage,
                     TimelineRow)
-from .records import IngestOutcome, IngestResult, Record, RecordInput, ReviewRecord, ReviewResult
+from .records import ErasureResult, IngestOutcome, IngestResult, Record, RecordInput, ReviewRecord, ReviewResult
 from .retrieval import (ContextComponents, ContextResponse, ContextSection, Evaluation, Feedback, MemoryContext,
                         MemoryContextSections, Receipt, RetrievedEntry)
 from .search import RankSchema, SearchHit, SearchResponse, ViewList, ViewQueryResult
@@ -17,11 +17,11 @@ from .tools import Tool, ToolAnnotations, ToolCatalog, ToolInterface, ToolList, 
 __all__ = [
     "Brief", "CollectionContract", "CollectionField", "CollectionList", "ContextComponents", "ContextResponse",
     "ContextSection", "Document", "DocumentBelief", "DocumentHistory", "DocumentRetraction", "DocumentVersion",
-    "Evaluation", "Feedback", "Health", "HealthProblem", "IngestOutcome", "IngestResult", "LexicalHit", "LexicalPage",
-    "LexicalResponse", "LexicalTiming", "MemoryAround", "MemoryContext", "MemoryContextSections", "MemoryFact",
-    "MemoryFactSource", "MemoryGrep", "MemoryHistory", "MemoryHit", "MemoryKnown", "MemoryLatest", "MemoryLs",
-    "MemoryLsEntry", "MemoryRead", "MemoryVersion", "MemoryWorkedOut", "RankSchema",
-    "Receipt", "Record", "RecordInput", "ReplicaHealth", "RetrievedEntry", "ReviewRecord", "ReviewResult",
-    "SearchHit", "SearchResponse", "TimelinePage", "TimelineRow", "Tool", "ToolAnnotations", "ToolCatalog",
-    "ToolInterface", "ToolList", "ToolRoute", "ViewList", "ViewQueryResult",
+    "ErasureResult", "Evaluation", "Feedback", "Health", "HealthProblem", "IngestOutcome", "IngestResult",
+    "LexicalHit", "LexicalPage", "LexicalResponse", "LexicalTiming", "MemoryAround", "MemoryContext",
+    "MemoryContextSections", "MemoryFact", "MemoryFactSource", "MemoryGrep", "MemoryHistory", "MemoryHit",
+    "MemoryKnown", "MemoryLatest", "MemoryLs", "MemoryLsEntry", "MemoryRead", "MemoryVersion", "MemoryWorkedOut",
+    "RankSchema", "Receipt", "Record", "RecordInput", "ReplicaHealth", "RetrievedEntry", "ReviewRecord",
+    "ReviewResult", "SearchHit", "SearchResponse", "TimelinePage", "TimelineRow", "Tool", "ToolAnnotations",
+    "ToolCatalog", "ToolInterface", "ToolList", "ToolRoute", "ViewList", "ViewQueryResult",
 ]

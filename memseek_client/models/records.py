@@ -99,3 +99,13 @@ class ReviewRecord:
 class ReviewResult:
     record: ReviewRecord
     draft_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ErasureResult:
+    """``DELETE /records/{id}`` and ``POST /erase``: ``counts`` are the rows of each kind the
+    erasure removed (or, with ``dry_run``, would remove); ``audit_id`` is None for a dry run."""
+
+    dry_run: bool
+    counts: dict[str, int]
+    audit_id: int | None

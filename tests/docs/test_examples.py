@@ -77,6 +77,20 @@ def test_the_sdk_examples_print_what_they_promise(live):
     assert "404 record_not_found id" in printed, printed
 
 
+def test_the_frameworks_examples_print_what_they_promise(live):
+    """docs/frameworks.md: each framework's example reaches the sample data and the store's
+    delete forgets; the tool's refusal names its own argument."""
+    url, key, env = live
+    printed = "".join(output for _, output in page_run("docs/frameworks.md", url, key, env))
+    assert "120k" in printed  # the retriever's best hit for Maria's budget
+    assert "{'text': 'Ada is vegetarian.', 'since': 2019}" in printed
+    assert "{'text': 'Maria is the CFO of Acme.'}" in printed
+    assert "[('users', 'ada')]" in printed and "\nNone\n" in printed
+    assert "Maria prefers email over phone calls." in printed  # the graph node's answer
+    assert "['search_memory', 'remember', 'memory_brief']" in printed
+    assert "weekly status email" in printed and '"path": "key"' not in printed and "'path': 'key'" in printed
+
+
 MARKER = "<!-- docs-example: not run (a reason) -->"
 
 

@@ -18,7 +18,8 @@ from typing import Any, assert_type
 from collections.abc import AsyncIterator, Awaitable, Iterator
 
 from memseek_client import AsyncMemseekClient, MemseekClient
-from memseek_client.models import Brief, IngestResult, MemoryContext, TimelinePage, TimelineRow, ToolList
+from memseek_client.models import (Brief, ErasureResult, IngestResult, MemoryContext, TimelinePage, TimelineRow,
+                                   ToolList)
 
 
 def sync_use(memseek: MemseekClient) -> None:
@@ -29,11 +30,14 @@ def sync_use(memseek: MemseekClient) -> None:
     assert_type(memseek.write_records([{"entity": "e"}]), IngestResult)
     assert_type(memseek.iter_timeline("contact.maria"), Iterator[TimelineRow])
     assert_type(memseek.openapi(), dict[str, Any])
+    assert_type(memseek.delete_record("id", dry_run=True), ErasureResult)
+    assert_type(memseek.erase_entity("contact.maria", collection="main"), ErasureResult)
 
 
 async def async_use(memseek: AsyncMemseekClient) -> None:
     assert_type(memseek.timeline("contact.maria"), Awaitable[TimelinePage])
     assert_type(await memseek.tools(), ToolList)
+    assert_type(await memseek.delete_record("id"), ErasureResult)
     assert_type(memseek.iter_timeline("contact.maria"), AsyncIterator[TimelineRow])
 '''
 MISUSE = '''

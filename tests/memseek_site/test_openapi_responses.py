@@ -73,6 +73,7 @@ COVERED = {
     ("GET", "/receipts/{id}"), ("POST", "/receipts/{id}/feedback"), ("POST", "/evaluate"),
     ("GET", "/tools"), ("POST", "/mcp"),  # checked in tests/retrieval_app/test_mcp_endpoint.py
     ("POST", "/search/lexical"),
+    ("DELETE", "/records/{id}"), ("POST", "/erase"),  # checked in tests/catalog_app/test_record_erase.py
 }
 COVERED |= {("GET", f"/memory/{route}") for route in ("grep", "latest", "around", "read", "ls", "history")}
 COVERED |= {("POST", "/memory/search")}  # tests/memseek_site/test_openapi_memory_search.py
