@@ -6,7 +6,9 @@
  * the offending value, or `null`), `status` and any `extra` members. A status without a class of
  * its own falls back to `ClientError` (4xx) or `ServerError` (5xx). Failing to reach the server is
  * `ConnectionFailed`; running out of time is `Timeout`; a 2xx body that is not JSON is
- * `ResponseShapeError`.
+ * `ResponseShapeError`; a call that cannot be made into a request at all (a header value with a
+ * line break, a body JSON cannot hold, a base URL that is not one) is `InvalidRequest`, and nothing
+ * is sent.
  */
 
 export class MemseekError extends Error {
@@ -34,6 +36,9 @@ export class ConnectionFailed extends MemseekError {}
 
 /** The request did not complete within the client's timeout. */
 export class Timeout extends MemseekError {}
+
+/** The call could not be made into an HTTP request; nothing was sent. */
+export class InvalidRequest extends MemseekError {}
 
 /** A successful response whose body is not the documented shape. */
 export class ResponseShapeError extends MemseekError {}

@@ -8,7 +8,7 @@
  * later request, so a read served by a replica waits for (or skips a replica without) what this
  * client wrote.
  */
-import { ConnectionFailed, MemseekError, ResponseShapeError, Timeout, errorFromResponse } from "./errors.js";
+import { ConnectionFailed, InvalidRequest, MemseekError, ResponseShapeError, Timeout, errorFromResponse } from "./errors.js";
 import { OPERATIONS, type OperationId, type Result } from "./operations.js";
 import { RETRY_STATUSES, RetryPolicy, type RetryOptions, parseRetryAfter } from "./retry.js";
 
@@ -77,21 +77,14 @@ export class Transport {
   /** Send `method path` (a template whose `{name}` parts `args.path` fills). */
   async send(method: string, template: string, idempotent: boolean, args: CallArgs = {}): Promise<unknown> {
     const path = fillPath(template, args.path ?? {});
-    const url = this.baseUrl + path + queryString(args.query);
     const where = `${method} ${path}`;
+    const url = this.baseUrl + path + queryString(args.query);
+    const body = args.body === undefined ? undefined : encodeBody(args.body, where);
     for (let attempt = 1; ; attempt++) {
-      const headers: Record<string, string> = { ...this.headers, ...(args.headers ?? {}) };
-      if (this.consistencyToken !== null) {
-        headers[CONSISTENCY_HEADER] = this.consistencyToken;
-      }
-      let body: string | undefined;
-      if (args.body !== undefined) {
-        body = JSON.stringify(args.body);
-        headers["Content-Type"] = "application/json";
-      }
+      const request = this.request(url, method, body, args.headers, where);
       let response: Response;
       try {
-        response = await this.fetchImpl(url, { method, headers, body, signal: AbortSignal.timeout(this.timeoutMs) });
+        response = await this.fetchImpl(request, { signal: AbortSignal.timeout(this.timeoutMs) });
       } catch (error) {
         const failure = transportFailure(error, where);
         const delay = idempotent && failure instanceof ConnectionFailed
@@ -117,6 +110,24 @@ export class Transport {
     }
   }
 
+  /** The request of one attempt (the consistency token is read afresh for each), checked before it is sent. */
+  private request(url: string, method: string, body: string | undefined, extra: Record<string, string> | undefined,
+                  where: string): Request {
+    const headers: Record<string, string> = { ...this.headers, ...(extra ?? {}) };
+    if (this.consistencyToken !== null) {
+      headers[CONSISTENCY_HEADER] = this.consistencyToken;
+    }
+    if (body !== undefined) {
+      headers["Content-Type"] = "application/json";
+    }
+    try {
+      return new Request(url, { method, headers, body });
+    } catch (error) {
+      throw new InvalidRequest("invalid_request", `${where}: ${(error as Error).message}`, null, null, {},
+                               { cause: error });
+    }
+  }
+
   /** Keep the later of the response's consistency token and the one held. */
   private rememberPosition(token: string | null): void {
     const position = token === null ? null : walPosition(token);
@@ -137,7 +148,7 @@ function fillPath(template: string, values: Record<string, string>): string {
   return template.replace(/\{(\w+)\}/g, (_, name: string) => {
     const value = values[name];
     if (value === undefined) {
-      throw new TypeError(`${template}: the path parameter ${name} is missing`);
+      throw new InvalidRequest("invalid_request", `${template}: the path parameter ${name} is missing`);
     }
     return encodeURIComponent(value);
   });
@@ -162,6 +173,15 @@ async function readText(response: Response, where: string): Promise<string> {
     return await response.text();
   } catch (error) {
     throw transportFailure(error, where);
+  }
+}
+
+function encodeBody(body: unknown, where: string): string {
+  try {
+    return JSON.stringify(body);
+  } catch (error) {
+    throw new InvalidRequest("invalid_request", `${where}: the body is not JSON: ${(error as Error).message}`, null,
+                             null, {}, { cause: error });
   }
 }
 

@@ -87,6 +87,11 @@ test("another workspace's record is NotFound; a malformed id is Unprocessable at
   await assert.rejects(other.approveRecord(mine.id), NotFound);
   await assert.rejects(memseek.getRecord("not-a-uuid"), (error: unknown) =>
     error instanceof Unprocessable && error.code === "invalid_id" && error.path === "id");
+  // An id is one path segment whatever it holds: never another route's answer, never a 5xx.
+  for (const hostile of ["../health", "..", "%2e%2e", "00000000-0000-4000-8000-000000000000?x=1", "\u0000", "a#b"]) {
+    await assert.rejects(memseek.getRecord(hostile), (error: unknown) =>
+      (error instanceof Unprocessable || error instanceof NotFound) && error.code !== "", hostile);
+  }
 });
 
 test("a rejected batch names the offending value's path and writes nothing", { skip }, async () => {

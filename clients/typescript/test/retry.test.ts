@@ -3,7 +3,8 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import {
-  ConnectionFailed, MemseekClient, RateLimited, ResponseShapeError, ServerError, Timeout, Unavailable, type ClientOptions,
+  ConnectionFailed, InvalidRequest, MemseekClient, MemseekError, RateLimited, ResponseShapeError, ServerError, Timeout,
+  Unavailable, type ClientOptions,
 } from "../src/index.js";
 import { closedPort, scriptedServer, type Reply } from "./support.js";
 
@@ -126,6 +127,28 @@ test("the client sends the latest consistency token any response named, and a to
     assert.deepEqual(server.seen.map(({ headers }) => headers["memseek-consistency-token"] ?? null),
                      [null, null, "0/3A1F2B8", "0/3A1F2B8", "0/3A1F2B8", "1/0", "1/0"]);
     assert.ok(server.seen.every(({ headers }) => headers.authorization === "Bearer k"));
+  } finally {
+    await server.close();
+  }
+});
+
+test("a call that cannot become a request is an InvalidRequest, and nothing is sent", async () => {
+  const server = await scriptedServer({ status: 200, body: HEALTH });
+  try {
+    const hostile = client(server.url, [], { apiKey: "key\r\nX-Injected: yes" });
+    await assert.rejects(hostile.health(), (error: unknown) =>
+      error instanceof InvalidRequest && error instanceof MemseekError && error.code === "invalid_request");
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    await assert.rejects(client(server.url, []).search({ q: "x", params: cyclic }), (error: unknown) =>
+      error instanceof InvalidRequest && error.detail.startsWith("POST /search: the body is not JSON"));
+    await assert.rejects(client(server.url, []).search({ q: "x", k: 10n as unknown as number }), InvalidRequest);
+    await assert.rejects(new MemseekClient("not a url").health(), InvalidRequest);
+    assert.equal(server.seen.length, 0);
+    // A path parameter is one segment, whatever it holds.
+    const waits: number[] = [];
+    await client(server.url, waits).getRecord("../health?x=1#y");
+    assert.equal(server.seen[0].url, "/records/..%2Fhealth%3Fx%3D1%23y");
   } finally {
     await server.close();
   }

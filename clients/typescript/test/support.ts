@@ -37,8 +37,9 @@ export interface Sent {
 export function recordingFetch(): { fetch: typeof globalThis.fetch; sent: Sent[] } {
   const sent: Sent[] = [];
   const fetch: typeof globalThis.fetch = (input, init) => {
-    sent.push({ method: init?.method ?? "GET", url: String(input), headers: new Headers(init?.headers) });
-    return globalThis.fetch(input, init);
+    const request = new Request(input, init);
+    sent.push({ method: request.method, url: request.url, headers: request.headers });
+    return globalThis.fetch(request);
   };
   return { fetch, sent };
 }
@@ -63,6 +64,22 @@ export interface Seen {
  * string body is sent as is, anything else as JSON); `close()` stops it.
  */
 export async function scriptedServer(...replies: Reply[]): Promise<{ url: string; seen: Seen[]; close(): Promise<void> }> {
+  return frontServer(null, replies);
+}
+
+/**
+ * A loopback server in front of `target`: it answers from `replies` while they last (a load
+ * balancer shedding load, say), then passes each request on to `target` and its answer back.
+ */
+export async function flakyProxy(target: string, ...replies: Reply[]): Promise<{ url: string; seen: Seen[];
+                                                                                  close(): Promise<void> }> {
+  return frontServer(target, replies);
+}
+
+const HOP_BY_HOP = new Set(["host", "connection", "content-length", "transfer-encoding", "content-encoding",
+                            "keep-alive"]);
+
+async function frontServer(target: string | null, replies: Reply[]) {
   const seen: Seen[] = [];
   const server = createServer((request, response) => {
     const chunks: Buffer[] = [];
@@ -70,6 +87,17 @@ export async function scriptedServer(...replies: Reply[]): Promise<{ url: string
     request.on("end", () => {
       seen.push({ method: request.method ?? "", url: request.url ?? "", headers: request.headers,
                   body: Buffer.concat(chunks).toString() });
+      if (target !== null && replies.length === 0) {
+        forward(target, request.method ?? "GET", request.url ?? "/", request.headers, Buffer.concat(chunks))
+          .then(({ status, headers, body }) => {
+            response.writeHead(status, headers);
+            response.end(body);
+          }, (error: unknown) => {
+            response.writeHead(502);
+            response.end(String(error));
+          });
+        return;
+      }
       const reply = replies.shift() ?? { status: 500, body: "the script ran out" };
       const send = () => {
         const text = typeof reply.body === "string" ? reply.body : JSON.stringify(reply.body ?? {});
@@ -93,6 +121,23 @@ export async function scriptedServer(...replies: Reply[]): Promise<{ url: string
       server.close(() => resolve());
     }),
   };
+}
+
+async function forward(target: string, method: string, url: string, incoming: IncomingHttpHeaders, body: Buffer) {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(incoming)) {
+    if (!HOP_BY_HOP.has(name) && typeof value === "string") {
+      headers.set(name, value);
+    }
+  }
+  const answer = await fetch(target + url, { method, headers, body: body.length ? body : undefined });
+  const passed: Record<string, string> = {};
+  answer.headers.forEach((value, name) => {
+    if (!HOP_BY_HOP.has(name)) {
+      passed[name] = value;
+    }
+  });
+  return { status: answer.status, headers: passed, body: Buffer.from(await answer.arrayBuffer()) };
 }
 
 /** A loopback port nothing listens on (bound, then released). */
