@@ -10,7 +10,11 @@
  * ```
  */
 import type { OperationId, QueryParams, RequestBody, Result, Schemas } from "./operations.js";
+import { walk } from "./pages.js";
 import { type ClientOptions, Transport } from "./transport.js";
+
+type Item<Id extends OperationId, Member extends keyof Result<Id>> =
+  Result<Id>[Member] extends readonly (infer I)[] ? I : never;
 
 /** A JSON-RPC message answered by `POST /mcp`. */
 export type JsonRpcMessage = Schemas["JsonRpcMessage"];
@@ -196,6 +200,61 @@ export class MemseekClient extends Transport {
   /** `GET /memory/history`: every value of one fact, oldest first. */
   memoryHistory(query: QueryParams<"memory_history_retrieve">): Promise<Result<"memory_history_retrieve">> {
     return this.get("memory_history_retrieve", query);
+  }
+
+  // --- iterators: each follows the route's own cursor until the server says there is no more
+
+  /** Every record of `timeline(query)`, newest first (`before_seq` follows `next_before_seq`). */
+  iterTimeline(query: QueryParams<"timeline_list">): AsyncGenerator<Item<"timeline_list", "records">, void, undefined> {
+    return walk((q) => this.timeline(q), query, (page) => page.records, (page) => page.next_before_seq, "before_seq");
+  }
+
+  /** Every version of one fact, newest first. */
+  iterDocumentHistory(query: QueryParams<"document_history_list">):
+    AsyncGenerator<Item<"document_history_list", "versions">, void, undefined> {
+    return walk((q) => this.documentHistory(q), query, (page) => page.versions, (page) => page.next_before_seq,
+                "before_seq");
+  }
+
+  /** Every passage `memoryGrep(query)` finds, newest first. */
+  iterMemoryGrep(query: QueryParams<"memory_grep_retrieve">):
+    AsyncGenerator<Item<"memory_grep_retrieve", "hits">, void, undefined> {
+    return walk((q) => this.memoryGrep(q), query, (page) => page.hits, (page) => page.next_cursor, "cursor");
+  }
+
+  /** Every passage `memoryLatest(query)` lists, newest first. */
+  iterMemoryLatest(query: QueryParams<"memory_latest_retrieve"> = {}):
+    AsyncGenerator<Item<"memory_latest_retrieve", "hits">, void, undefined> {
+    return walk((q) => this.memoryLatest(q), query, (page) => page.hits, (page) => page.next_cursor, "cursor");
+  }
+
+  /** Every entry under a path. */
+  iterMemoryLs(query: QueryParams<"memory_ls_retrieve"> = {}):
+    AsyncGenerator<Item<"memory_ls_retrieve", "entries">, void, undefined> {
+    return walk((q) => this.memoryLs(q), query, (page) => page.entries, (page) => page.next_cursor, "cursor");
+  }
+
+  /** Every version of one fact, oldest first. */
+  iterMemoryHistory(query: QueryParams<"memory_history_retrieve">):
+    AsyncGenerator<Item<"memory_history_retrieve", "versions">, void, undefined> {
+    return walk((q) => this.memoryHistory(q), query, (page) => page.versions, (page) => page.next_cursor, "cursor");
+  }
+
+  /**
+   * Each page of a lexical scan, following `page.next_after` until the scope is scanned. Scores
+   * rank hits within their page only: do not merge them across pages.
+   */
+  async *iterLexicalPages(request: RequestBody<"search_lexical_create">):
+    AsyncGenerator<Result<"search_lexical_create">, void, undefined> {
+    let current = request;
+    for (;;) {
+      const response = await this.lexicalSearch(current);
+      yield response;
+      if (response.page.next_after === null) {
+        return;
+      }
+      current = { ...current, query: { ...current.query, after: response.page.next_after } };
+    }
   }
 }
 

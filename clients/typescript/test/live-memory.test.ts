@@ -45,6 +45,35 @@ test("the brief and the ranked list", { skip }, async () => {
   assert.ok(ranked.hits.length > 0 && ranked.hits.every(({ id }) => [...turns, ...facts].includes(id)));
 });
 
+async function all<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const collected: T[] = [];
+  for await (const item of items) {
+    collected.push(item);
+  }
+  return collected;
+}
+
+test("each iterator, one item a page, yields what one large page holds", { skip }, async () => {
+  const ids = (items: { id: string }[]) => items.map(({ id }) => id);
+  assert.deepEqual(ids(await all(memseek.iterMemoryGrep({ q: "blue lantern", entity: ENTITY, limit: 1 }))),
+                   ids((await memseek.memoryGrep({ q: "blue lantern", entity: ENTITY, limit: 100 })).hits));
+  const under = { path: `passages/main/${ENTITY}`, before: hour(10) };
+  assert.deepEqual(ids(await all(memseek.iterMemoryLatest({ ...under, limit: 1 }))),
+                   ids((await memseek.memoryLatest({ ...under, limit: 100 })).hits));
+  assert.deepEqual((await all(memseek.iterMemoryLs({ path: "passages/main", limit: 1 }))).map(({ name }) => name),
+                   (await memseek.memoryLs({ path: "passages/main", limit: 100 })).entries.map(({ name }) => name));
+  assert.deepEqual(ids(await all(memseek.iterMemoryHistory({ path: `facts/main/${ENTITY}/city`, limit: 1 }))), facts);
+  assert.deepEqual(ids(await all(memseek.iterTimeline({ entity: ENTITY, limit: 2 }))),
+                   ids((await memseek.timeline({ entity: ENTITY, limit: 100 })).records));
+  assert.deepEqual(ids(await all(memseek.iterDocumentHistory({ entity: ENTITY, collection: "main", key: "city",
+                                                              limit: 1 }))), [...facts].reverse());
+  const pages = await all(memseek.iterLexicalPages({ contract_version: 1, mode: "lexical", scope: { entities: [ENTITY] },
+                                                     query: { text: "lantern", scan_limit: 2 } }));
+  assert.ok(pages.length > 1);
+  assert.deepEqual(pages.flatMap(({ page }) => page.hits.map(({ record }) => record.id)).sort(),
+                   [turns[0], turns[1], turns[2], turns[3]].sort());
+});
+
 test("grep finds every passage with the phrase, page by page, newest first", { skip }, async () => {
   const found: string[] = [];
   let cursor: string | undefined;
