@@ -17,7 +17,7 @@ export type OperationId = keyof operations;
 export type Schemas = components["schemas"];
 
 export interface OperationSpec {
-  readonly method: "GET" | "POST";
+  readonly method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   readonly path: string;
   readonly idempotent: boolean;
 }
