@@ -4148,3 +4148,36 @@ export interface operations {
         };
     };
 }
+
+/** Each operation's HTTP method and path template. */
+export const operationRoutes = {
+    collection_list: { method: "GET", path: "/collections" },
+    context_retrieve: { method: "GET", path: "/context" },
+    document_get: { method: "GET", path: "/document" },
+    document_history_list: { method: "GET", path: "/document/history" },
+    evaluate_create: { method: "POST", path: "/evaluate" },
+    health_retrieve: { method: "GET", path: "/health" },
+    mcp_create: { method: "POST", path: "/mcp" },
+    memory_around_retrieve: { method: "GET", path: "/memory/around" },
+    memory_grep_retrieve: { method: "GET", path: "/memory/grep" },
+    memory_history_retrieve: { method: "GET", path: "/memory/history" },
+    memory_latest_retrieve: { method: "GET", path: "/memory/latest" },
+    memory_ls_retrieve: { method: "GET", path: "/memory/ls" },
+    memory_read_retrieve: { method: "GET", path: "/memory/read" },
+    memory_search_create: { method: "POST", path: "/memory/search" },
+    rank_schema_retrieve: { method: "GET", path: "/rank/schema" },
+    receipts_retrieve: { method: "GET", path: "/receipts/{id}" },
+    receipts_feedback_create: { method: "POST", path: "/receipts/{id}/feedback" },
+    records_create: { method: "POST", path: "/records" },
+    record_get: { method: "GET", path: "/records/{id}" },
+    record_approve: { method: "POST", path: "/records/{id}/approve" },
+    record_reject: { method: "POST", path: "/records/{id}/reject" },
+    retrieve_create: { method: "POST", path: "/retrieve" },
+    search_retrieve: { method: "GET", path: "/search" },
+    search_create: { method: "POST", path: "/search" },
+    search_lexical_create: { method: "POST", path: "/search/lexical" },
+    timeline_list: { method: "GET", path: "/timeline" },
+    tools_retrieve: { method: "GET", path: "/tools" },
+    views_retrieve: { method: "GET", path: "/views" },
+    views_query_create: { method: "POST", path: "/views/{name}/query" },
+} as const satisfies { [Id in keyof operations]: { method: string; path: string } };
