@@ -9,7 +9,7 @@
  * const page = await memseek.timeline({ entity: "contact.maria" });
  * ```
  */
-import type { OperationId, QueryParams, RequestBody, Result, Schemas } from "./operations.js";
+import type { OperationId, PathParams, QueryParams, RequestBody, Result, Schemas } from "./operations.js";
 import { walk } from "./pages.js";
 import { type ClientOptions, Transport } from "./transport.js";
 
@@ -24,11 +24,13 @@ export class MemseekClient extends Transport {
     super(baseUrl, options);
   }
 
-  private get<Id extends OperationId>(id: Id, query?: QueryParams<Id>, path?: Record<string, string>) {
+  private get<Id extends OperationId>(id: Id, query?: QueryParams<Id>,
+                                      path?: PathParams<Id> & Record<string, string>) {
     return this.call(id, { query, path });
   }
 
-  private post<Id extends OperationId>(id: Id, body?: RequestBody<Id>, path?: Record<string, string>) {
+  private post<Id extends OperationId>(id: Id, body?: RequestBody<Id>,
+                                       path?: PathParams<Id> & Record<string, string>) {
     return this.call(id, { body, path });
   }
 

@@ -40,6 +40,10 @@ export type RequestBody<Id extends OperationId> =
 export type QueryParams<Id extends OperationId> =
   operations[Id]["parameters"] extends { query?: infer Q } ? Exclude<Q, undefined> : never;
 
+/** The path parameters of an operation (`never` when it takes none). */
+export type PathParams<Id extends OperationId> =
+  operations[Id]["parameters"] extends { path: infer P } ? Exclude<P, undefined> : never;
+
 /** What a 200 (else 201) answer of an operation decodes to. */
 export type Result<Id extends OperationId> =
   operations[Id]["responses"] extends { 200: { content: { "application/json": infer R } } } ? R

@@ -9,7 +9,8 @@
  * client wrote.
  */
 import { ConnectionFailed, InvalidRequest, MemseekError, ResponseShapeError, Timeout, errorFromResponse } from "./errors.js";
-import { OPERATIONS, type OperationId, type Result } from "./operations.js";
+import { OPERATIONS, type OperationId, type PathParams, type QueryParams, type RequestBody, type Result,
+} from "./operations.js";
 import { RETRY_STATUSES, RetryPolicy, type RetryOptions, parseRetryAfter } from "./retry.js";
 
 export const USER_AGENT = "memseek-client-ts/0.1.0";
@@ -41,6 +42,14 @@ export interface CallArgs {
   headers?: Record<string, string>;
 }
 
+/** What operation `Id` sends besides its method and path, typed from the document. */
+export interface OperationArgs<Id extends OperationId> extends CallArgs {
+  path?: PathParams<Id> & Record<string, string>;
+  query?: QueryParams<Id>;
+  body?: RequestBody<Id>;
+  headers?: Record<string, string>;
+}
+
 export class Transport {
   readonly baseUrl: string;
   readonly retry: RetryPolicy;
@@ -69,7 +78,7 @@ export class Transport {
   }
 
   /** Send operation `id`; its decoded 2xx body, or `null` for a 202 without one. */
-  async call<Id extends OperationId>(id: Id, args: CallArgs = {}): Promise<Result<Id>> {
+  async call<Id extends OperationId>(id: Id, args: OperationArgs<Id> = {}): Promise<Result<Id>> {
     const spec = OPERATIONS[id];
     return (await this.send(spec.method, spec.path, spec.idempotent, args)) as Result<Id>;
   }

@@ -153,3 +153,28 @@ test("a call that cannot become a request is an InvalidRequest, and nothing is s
     await server.close();
   }
 });
+
+test("call sends any operation by its id, with the document's method and path", async () => {
+  const server = await scriptedServer({ status: 200, body: { id: "r1" } }, { status: 200, body: { hits: [] } });
+  try {
+    const memseek = client(server.url, []);
+    assert.deepEqual(await memseek.call("record_get", { path: { id: "r 1" } }), { id: "r1" });
+    await memseek.call("memory_grep_retrieve", { query: { q: "blue", limit: 2 } });
+    assert.deepEqual(server.seen.map(({ method, url }) => `${method} ${url}`),
+                     ["GET /records/r%201", "GET /memory/grep?q=blue&limit=2"]);
+  } finally {
+    await server.close();
+  }
+});
+
+// Compiled, never run: the arguments the generated types refuse (tsc fails the build if any is accepted).
+export function refusedByTheTypes(memseek: MemseekClient): void {
+  // @ts-expect-error: record_get's path parameter is id
+  void memseek.call("record_get", { path: { record: "x" } });
+  // @ts-expect-error: GET /memory/grep has no member k
+  void memseek.memoryGrep({ q: "blue", k: 3 });
+  // @ts-expect-error: a record needs its type
+  void memseek.writeRecords([{ entity: "e", collection: "main", text: "t" }]);
+  // @ts-expect-error: /collections takes no query string
+  void memseek.call("collection_list", { query: { limit: 1 } });
+}
