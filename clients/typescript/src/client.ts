@@ -58,6 +58,17 @@ export class MemseekClient extends Transport {
     return this.get("record_get", undefined, { id });
   }
 
+  /** `DELETE /records/{id}`: hard delete of the record, its versions and what derives from it
+   * (`dry_run: true` counts and changes nothing). Sent once: a delete is never retried. */
+  deleteRecord(id: string, query: QueryParams<"record_delete"> = {}): Promise<Result<"record_delete">> {
+    return this.call("record_delete", { path: { id }, query });
+  }
+
+  /** `POST /erase`: hard delete of every record of one entity (`dry_run` counts only). */
+  eraseEntity(request: RequestBody<"entity_erase">): Promise<Result<"entity_erase">> {
+    return this.post("entity_erase", request);
+  }
+
   /** `POST /records/{id}/approve`: write the active successor of a draft. */
   approveRecord(id: string): Promise<Result<"record_approve">> {
     return this.post("record_approve", undefined, { id });
@@ -265,6 +276,8 @@ export const METHOD_OF_OPERATION: { readonly [Id in OperationId]: keyof MemseekC
   health_retrieve: "health",
   records_create: "writeRecords",
   record_get: "getRecord",
+  record_delete: "deleteRecord",
+  entity_erase: "eraseEntity",
   record_approve: "approveRecord",
   record_reject: "rejectRecord",
   timeline_list: "timeline",

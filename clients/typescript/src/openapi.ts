@@ -81,6 +81,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/erase": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Forget one entity for good
+         * @description Hard delete of every record of the entity in this workspace (or in one collection), with every version, draft and derived record, their vectors, lexical index postings and statistics, review audits and learned utility; receipts keep the ids only, marked erased. Audited (key id, time, counts; never the entity). dry_run counts and changes nothing. An entity with no records erases nothing (all counts 0). Unknown keys are 422 request_schema with their path.
+         */
+        post: operations["entity_erase"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/evaluate": {
         parameters: {
             query?: never;
@@ -336,7 +356,11 @@ export interface paths {
         get: operations["record_get"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Forget one record for good
+         * @description Hard delete: the record with every version and draft of its slot, every record derived from any of them, their vectors, lexical index postings and statistics, review audits and learned utility; receipts keep the ids only, marked erased. Audited (key id, time, counts). dry_run=true counts and changes nothing. 404 record_not_found for an unknown id and for another workspace's id alike.
+         */
+        delete: operations["record_delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -653,6 +677,27 @@ export interface components {
             text: string;
             tombstone: boolean;
             type: string;
+        };
+        EraseRequestRequest: {
+            /** @description Only this collection's records of the entity (default: all). */
+            collection?: string & unknown;
+            /**
+             * @description Count, change nothing.
+             * @default false
+             */
+            dry_run?: boolean;
+            /** @description The entity to forget, exactly as written. */
+            entity: string;
+        };
+        ErasureResult: {
+            /** @description The erasure's audit row (null for a dry run). */
+            audit_id: number | null;
+            /** @description Rows of each kind the erasure removes (records, drafts and derived records among them, embeddings, index_documents, review_audits, record_utilities) or marks (receipts_marked). */
+            counts: {
+                [key: string]: number;
+            };
+            /** @description True: nothing was changed, the counts say what would go. */
+            dry_run: boolean;
         };
         Error: {
             /** @description What was wrong and what to do instead. */
@@ -1108,6 +1153,35 @@ export interface components {
         /** @enum {string} */
         OutcomeEnum: "success" | "partial" | "failure" | "irrelevant";
         /**
+         * @description * `records` - records
+         *     * `bytes` - bytes
+         * @enum {string}
+         */
+        QuotaEnum: "records" | "bytes";
+        /**
+         * @description The Error envelope, with what a ``quota_exceeded`` answer adds (absent from the route's
+         *     other 413 answer, body_too_large).
+         */
+        QuotaError: {
+            /** @description What was wrong and what to do instead. */
+            detail: string;
+            /** @description Stable snake_case error code. */
+            error: string;
+            /** @description The quota: records, or bytes of text and content. */
+            limit?: number;
+            /** @description Dotted location of the offending value. */
+            path?: string;
+            /**
+             * @description The quota passed.
+             *
+             *     * `records` - records
+             *     * `bytes` - bytes
+             */
+            quota?: components["schemas"]["QuotaEnum"];
+            /** @description What the workspace would hold after the write. */
+            would_hold?: number;
+        };
+        /**
          * Memseek rank expression
          * @description A tree of [operator, argument, ...] lists evaluated once per candidate; higher wins. Any missing signal is 0. Every value produced must be finite.
          */
@@ -1189,6 +1263,23 @@ export interface components {
             result_scores: unknown;
             search_spec: unknown;
             variants: unknown;
+        };
+        RateLimitedError: {
+            /** @description What was passed and what to do instead. */
+            detail: string;
+            /** @enum {string} */
+            error: "rate_limited";
+            /** @description The rate passed, as COUNT/PERIOD (10/s, 600/m, 5/10s). */
+            limit: string;
+            /** @description As the Retry-After header. */
+            retry_after_s: number;
+            /** @enum {string} */
+            route_class: "read" | "search" | "bulk";
+            /**
+             * @description Whose rate was passed: the key's or its workspace's.
+             * @enum {string}
+             */
+            scope: "key" | "workspace";
         };
         Receipt: {
             /** Format: date-time */
@@ -1764,6 +1855,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description uri_too_long: the request target passes MAX_URL_BYTES. */
             414: {
                 headers: {
@@ -1779,6 +1879,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
                 };
             };
             /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
@@ -1848,6 +1959,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1871,6 +1983,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
                 };
             };
             /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
@@ -1934,6 +2057,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1957,6 +2081,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
                 };
             };
             /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
@@ -2024,6 +2159,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2047,6 +2183,120 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    entity_erase: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EraseRequestRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErasureResult"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description capability_missing: the key lacks write. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large: the body passes MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long: the request target passes MAX_URL_BYTES. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
                 };
             };
             /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
@@ -2114,6 +2364,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2146,6 +2397,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
                 };
             };
             /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
@@ -2273,6 +2535,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large: the body passes MAX_BODY_BYTES. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2304,6 +2576,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
                 };
             };
             /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
@@ -2375,6 +2658,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description uri_too_long: the request target passes MAX_URL_BYTES. */
             414: {
                 headers: {
@@ -2390,6 +2682,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
                 };
             };
             /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
@@ -2469,6 +2772,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description uri_too_long: the request target passes MAX_URL_BYTES. */
             414: {
                 headers: {
@@ -2484,6 +2796,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
                 };
             };
             /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
@@ -2555,6 +2878,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description uri_too_long: the request target passes MAX_URL_BYTES. */
             414: {
                 headers: {
@@ -2570,6 +2902,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
                 };
             };
             /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
@@ -2647,6 +2990,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description uri_too_long: the request target passes MAX_URL_BYTES. */
             414: {
                 headers: {
@@ -2662,6 +3014,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
                 };
             };
             /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
@@ -2733,6 +3096,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description uri_too_long: the request target passes MAX_URL_BYTES. */
             414: {
                 headers: {
@@ -2748,6 +3120,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
                 };
             };
             /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
@@ -2815,6 +3198,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description uri_too_long: the request target passes MAX_URL_BYTES. */
             414: {
                 headers: {
@@ -2830,6 +3222,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
                 };
             };
             /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
@@ -2881,6 +3284,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2889,6 +3293,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description body_too_large: the body passes MAX_BODY_BYTES. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -2912,6 +3317,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
                 };
             };
             /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
@@ -2959,6 +3375,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description uri_too_long: the request target passes MAX_URL_BYTES. */
             414: {
                 headers: {
@@ -2974,6 +3399,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
                 };
             };
             /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
@@ -3032,6 +3468,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description uri_too_long: the request target passes MAX_URL_BYTES. */
             414: {
                 headers: {
@@ -3047,6 +3492,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
                 };
             };
             /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
@@ -3117,6 +3573,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3149,6 +3606,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
                 };
             };
             /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
@@ -3208,6 +3676,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3216,13 +3685,13 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            /** @description body_too_large: the body passes MAX_BODY_BYTES. */
+            /** @description quota_exceeded: the write would bring the workspace past its records or bytes quota (the envelope's quota, limit and would_hold say which and by how much); nothing was written. body_too_large: the body passes MAX_BODY_BYTES. */
             413: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["QuotaError"];
                 };
             };
             /** @description uri_too_long: the request target passes MAX_URL_BYTES. */
@@ -3240,6 +3709,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
                 };
             };
             /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
@@ -3298,6 +3778,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description uri_too_long: the request target passes MAX_URL_BYTES. */
             414: {
                 headers: {
@@ -3313,6 +3802,122 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    record_delete: {
+        parameters: {
+            query?: {
+                /** @description true: count what would go, change nothing (default false). */
+                dry_run?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description Record id; a malformed one is 422 invalid_id. */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErasureResult"];
+                };
+            };
+            /** @description invalid_encoding: the query string is not UTF-8. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description capability_missing: the key lacks write. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long: the request target passes MAX_URL_BYTES. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
                 };
             };
             /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
@@ -3371,12 +3976,22 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description quota_exceeded: the write would bring the workspace past its records or bytes quota (the envelope's quota, limit and would_hold say which and by how much); nothing was written. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaError"];
                 };
             };
             /** @description uri_too_long: the request target passes MAX_URL_BYTES. */
@@ -3394,6 +4009,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
                 };
             };
             /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
@@ -3452,12 +4078,22 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
             409: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description quota_exceeded: the write would bring the workspace past its records or bytes quota (the envelope's quota, limit and would_hold say which and by how much); nothing was written. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaError"];
                 };
             };
             /** @description uri_too_long: the request target passes MAX_URL_BYTES. */
@@ -3475,6 +4111,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
                 };
             };
             /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
@@ -3534,6 +4181,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3566,6 +4214,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ContextBudgetTooSmall"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
                 };
             };
             /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
@@ -3628,6 +4287,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3651,6 +4311,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
                 };
             };
             /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
@@ -3702,6 +4373,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3734,6 +4406,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
                 };
             };
             /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
@@ -3793,6 +4476,16 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description body_too_large: the body passes MAX_BODY_BYTES. */
             413: {
                 headers: {
                     [name: string]: unknown;
@@ -3816,6 +4509,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
                 };
             };
             500: {
@@ -3895,6 +4599,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -3918,6 +4623,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
                 };
             };
             /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
@@ -3972,6 +4688,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description uri_too_long: the request target passes MAX_URL_BYTES. */
             414: {
                 headers: {
@@ -3987,6 +4712,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
                 };
             };
             /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
@@ -4034,6 +4770,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description uri_too_long: the request target passes MAX_URL_BYTES. */
             414: {
                 headers: {
@@ -4041,6 +4786,17 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
                 };
             };
             /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
@@ -4102,6 +4858,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -4136,6 +4893,17 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
             /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
             503: {
                 headers: {
@@ -4155,6 +4923,7 @@ export const operationRoutes = {
     context_retrieve: { method: "GET", path: "/context" },
     document_get: { method: "GET", path: "/document" },
     document_history_list: { method: "GET", path: "/document/history" },
+    entity_erase: { method: "POST", path: "/erase" },
     evaluate_create: { method: "POST", path: "/evaluate" },
     health_retrieve: { method: "GET", path: "/health" },
     mcp_create: { method: "POST", path: "/mcp" },
@@ -4170,6 +4939,7 @@ export const operationRoutes = {
     receipts_feedback_create: { method: "POST", path: "/receipts/{id}/feedback" },
     records_create: { method: "POST", path: "/records" },
     record_get: { method: "GET", path: "/records/{id}" },
+    record_delete: { method: "DELETE", path: "/records/{id}" },
     record_approve: { method: "POST", path: "/records/{id}/approve" },
     record_reject: { method: "POST", path: "/records/{id}/reject" },
     retrieve_create: { method: "POST", path: "/retrieve" },
