@@ -1,0 +1,136 @@
+"""Bringing the whole cluster up, reporting it, and taking it down.
+
+``cluster_up`` is idempotent: with every host answering it changes nothing; with any part
+missing (a crash, a host killed) it takes down what is left and starts the cluster afresh.
+Before it makes anything it writes the state file (``<run dir>/state.json``: the topology it is
+about to build), so ``cluster_down`` removes everything that run made even when it crashed
+midway or the topology file was edited since. ``cluster_down`` removes the union of the state
+file's topology and the current one: processes (every process in the cluster's namespaces),
+namespaces, veth links, the bridge and its address, and the run directory.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import yaml
+
+from . import hosts, network
+from .topology import DEFAULT_TOPOLOGY, Topology, load, parse
+
+
+def state_path(topology: Topology) -> Path:
+    return hosts.run_dir(topology) / "state.json"
+
+
+def cluster_up(topology: Topology, log=print) -> None:
+    """Build every host of ``topology`` and wait for each to answer; raises ``RuntimeError``
+    (and leaves the state file for ``cluster_down``) when a host does not start."""
+    if _all_healthy(topology):
+        log(f"cluster {topology.name} is already up")
+        return
+    if state_path(topology).exists() or network.namespaces() & {host.namespace for host in topology.hosts}:
+        log(f"cluster {topology.name} is partly up: taking it down first")
+        cluster_down(topology, log)
+    clash = network.subnet_clash(topology)
+    if clash:
+        raise RuntimeError(f"subnet {topology.subnet} is already in use on this machine ({clash}); "
+                           "choose another in the topology file")
+    state = state_path(topology)
+    state.parent.mkdir(parents=True, exist_ok=True)
+    state.write_text(json.dumps({"topology": str(topology.source),
+                                 "definition": yaml.safe_load(topology.source.read_text())}))
+    network.network_create(topology)
+    log(f"network: bridge {topology.bridge} ({topology.bridge_address}), {len(topology.hosts)} namespaces")
+    hosts.database_start(topology, topology.one("database"))
+    hosts.broker_start(topology, topology.one("broker"))
+    log("database and broker answer; migrating")
+    hosts.migrate(topology)
+    for api in topology.of_role("api"):
+        hosts.api_start(topology, api)
+    for worker in topology.of_role("worker"):
+        hosts.worker_start(topology, worker)
+    for api in topology.of_role("api"):
+        hosts.api_wait(topology, api)
+    for worker in topology.of_role("worker"):
+        hosts.worker_wait(topology, worker)
+    hosts.balancer_start(topology, topology.one("balancer"))
+    balancer = topology.one("balancer")
+    log(f"cluster {topology.name} is up: http://{balancer.address}:{balancer.port}/")
+
+
+def cluster_status(topology: Topology) -> list[tuple[str, str, str, str, bool]]:
+    """One row per host: name, role, address, what it answers (or why not), and whether that is healthy."""
+    rows = []
+    try:
+        balanced = hosts.haproxy_servers(topology)
+    except OSError:
+        balanced = {}
+    existing = network.namespaces()
+    for host in topology.hosts:
+        if host.namespace not in existing:
+            answer, healthy = "absent", False
+        elif not network.namespace_pids(host.namespace):
+            answer, healthy = "no process", False
+        else:
+            answer, healthy = _answer(topology, host, balanced)
+        where = host.address if host.role == "worker" else f"{host.address}:{host.port}"
+        rows.append((host.name, host.role, where, answer, healthy))
+    return rows
+
+
+def _answer(topology: Topology, host, balanced: dict) -> tuple[str, bool]:
+    if host.role in ("api", "balancer"):
+        status = hosts.http_status(f"http://{host.address}:{host.port}/health")
+        answer = f"/health {status}" if status else "/health does not answer"
+        if host.role == "balancer":
+            return answer, status == 200
+        state = balanced.get(host.name, "unknown")
+        return f"{answer}, HAProxy: {state}", status == 200 and state == "UP"
+    if host.role == "worker":
+        return f"{len(network.namespace_pids(host.namespace))} process(es)", True
+    if hosts.tcp_open(host.address, host.port):
+        return "accepts connections", True
+    return "does not accept connections", False
+
+
+def _all_healthy(topology: Topology) -> bool:
+    return state_path(topology).exists() and all(row[-1] for row in cluster_status(topology))
+
+
+def cluster_down(topology: Topology, log=print) -> None:
+    """Remove everything of ``topology`` and of the topology its state file recorded."""
+    built = [topology]
+    state = state_path(topology)
+    if state.exists():
+        try:
+            recorded = json.loads(state.read_text())
+            built.append(parse(recorded["definition"], Path(recorded["topology"])))
+        except (ValueError, KeyError, TypeError) as error:
+            log(f"state file unreadable ({error}); removing what the topology file names")
+    removed = []
+    for each in built:
+        removed += [item for item in network.network_remove(each) if item not in removed]
+        shutil.rmtree(hosts.run_dir(each), ignore_errors=True)
+    log(f"cluster {topology.name} is down" + (f": removed {', '.join(removed)}" if removed else " (nothing was up)"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m deploy.cluster", description=__doc__.splitlines()[0])
+    parser.add_argument("action", choices=("up", "status", "down"))
+    parser.add_argument("--topology", type=Path, default=DEFAULT_TOPOLOGY, help="the topology file (YAML)")
+    options = parser.parse_args(argv)
+    topology = load(options.topology)
+    if options.action == "up":
+        cluster_up(topology)
+    elif options.action == "down":
+        cluster_down(topology)
+    else:
+        rows = cluster_status(topology)
+        for *cells, _ in rows:
+            print("  ".join(f"{cell:<22}" for cell in cells).rstrip())
+        return 0 if all(row[-1] for row in rows) else 1
+    return 0
