@@ -178,12 +178,18 @@ def broker_start(topology: Topology, host: Host) -> None:
     wait_until(topology, host, lambda: tcp_open(host.address, host.port), 30, "accept connections")
 
 
-def migrate(topology: Topology) -> None:
-    """``manage.py migrate`` against the cluster's database, from the operator's seat."""
-    done = subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT,
-                          env=service_environment(topology), capture_output=True, text=True)
+def manage(topology: Topology, *args: str) -> str:
+    """Run ``manage.py ARGS`` against the cluster's database from the operator's seat; returns
+    its output, raises ``RuntimeError`` with its output when it fails."""
+    done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=service_environment(topology),
+                          capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
-        raise HostStartError(f"migrate failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+        raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")
+    return done.stdout
+
+
+def migrate(topology: Topology) -> None:
+    manage(topology, "migrate", "--noinput", "-v", "0")
 
 
 def api_start(topology: Topology, host: Host) -> None:

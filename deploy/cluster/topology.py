@@ -100,6 +100,27 @@ def load(path: Path = DEFAULT_TOPOLOGY) -> Topology:
     return parse(data, Path(path))
 
 
+def variant(directory: Path, *, name: str, subnet: str, env: dict | None = None,
+            source: Path = DEFAULT_TOPOLOGY) -> Topology:
+    """The topology at ``source`` renamed ``name`` and moved to ``subnet`` (each address keeps its
+    offset in the subnet), with ``env`` over its own; written to ``directory/topology.yaml`` and
+    loaded. The tests and the benchmark build clusters of their own this way, never touching one
+    an operator brought up."""
+    data = yaml.safe_load(Path(source).read_text())
+    old, new = ipaddress.ip_network(data["subnet"]), ipaddress.ip_network(subnet)
+
+    def move(address: str) -> str:
+        return str(new.network_address + (int(ipaddress.ip_address(address)) - int(old.network_address)))
+
+    data["name"], data["subnet"], data["bridge_address"] = name, subnet, move(data["bridge_address"])
+    for host in data["hosts"]:
+        host["address"] = move(host["address"])
+    data["env"] = {**(data.get("env") or {}), **(env or {})}
+    path = Path(directory) / "topology.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return load(path)
+
+
 def parse(data, source: Path) -> Topology:
     _mapping(data, "", _TOP_KEYS, required=_TOP_KEYS - {"env"})
     name = _name(data["name"], "name", 5)

@@ -15,10 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import yaml
 
-from deploy.cluster import hosts
-from deploy.cluster.topology import DEFAULT_TOPOLOGY, Host, Topology, load
+from deploy.cluster.hosts import manage
+from deploy.cluster.topology import Host, Topology, variant
 
 ROOT = Path(__file__).resolve().parents[2]
 # Settings of every API and worker host in the tests; the bounds the tests state come from these.
@@ -41,29 +40,13 @@ def missing_prerequisite() -> str | None:
 
 
 def cluster_topology(directory: Path) -> Topology:
-    """The shipped topology renamed ``mskt`` on 10.231.1.0/24 with ``TEST_ENV``, written under ``directory``."""
-    data = yaml.safe_load(DEFAULT_TOPOLOGY.read_text())
-    data["name"], data["subnet"] = "mskt", "10.231.1.0/24"
-    data["bridge_address"] = data["bridge_address"].replace("10.231.0.", "10.231.1.")
-    for host in data["hosts"]:
-        host["address"] = host["address"].replace("10.231.0.", "10.231.1.")
-    data["env"] = {**(data.get("env") or {}), **TEST_ENV}
-    path = directory / "topology.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return load(path)
+    """The shipped topology renamed ``mskt`` on 10.231.1.0/24 with ``TEST_ENV``."""
+    return variant(directory, name="mskt", subnet="10.231.1.0/24", env=TEST_ENV)
 
 
 def cluster_command(topology: Topology, action: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "deploy.cluster", action, "--topology", str(topology.source)],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
-
-
-def manage(topology: Topology, *args: str) -> str:
-    """Run ``manage.py ARGS`` against the cluster's database; returns its output."""
-    done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=hosts.service_environment(topology),
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, f"manage.py {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
-    return done.stdout
 
 
 @dataclass

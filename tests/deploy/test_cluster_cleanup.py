@@ -9,29 +9,17 @@ import subprocess
 import sys
 
 import pytest
-import yaml
 
 from deploy.cluster import hosts, network
 from deploy.cluster.control import cluster_up, state_path
-from deploy.cluster.topology import DEFAULT_TOPOLOGY, load
+from deploy.cluster.topology import variant
 from tests.deploy.cluster_support import ROOT, cluster_command, missing_prerequisite, wait_for
-
-
-def _topology(directory, name: str, subnet_prefix: str):
-    data = yaml.safe_load(DEFAULT_TOPOLOGY.read_text())
-    data["name"], data["subnet"] = name, f"{subnet_prefix}.0/24"
-    data["bridge_address"] = data["bridge_address"].replace("10.231.0.", f"{subnet_prefix}.")
-    for host in data["hosts"]:
-        host["address"] = host["address"].replace("10.231.0.", f"{subnet_prefix}.")
-    path = directory / "topology.yaml"
-    path.write_text(yaml.safe_dump(data))
-    return load(path)
 
 
 def test_up_refuses_a_subnet_in_use_before_making_anything(tmp_path):
     if shutil.which("ip") is None:
         pytest.skip("needs iproute2's ip (bash .ci/install-system-packages)")
-    topology = _topology(tmp_path, "mskx", "127.0.0")  # the loopback network every machine has
+    topology = variant(tmp_path, name="mskx", subnet="127.0.0.0/24")  # the loopback network every machine has
     with pytest.raises(RuntimeError, match="already in use"):
         cluster_up(topology, log=lambda line: None)
     assert not state_path(topology).exists()
@@ -44,7 +32,7 @@ def test_down_removes_everything_a_crashed_up_made(tmp_path):
     reason = missing_prerequisite()
     if reason:
         pytest.skip(reason)
-    topology = _topology(tmp_path, "mskc", "10.231.2")
+    topology = variant(tmp_path, name="mskc", subnet="10.231.2.0/24")
     database = topology.one("database")
     up = subprocess.Popen([sys.executable, "-m", "deploy.cluster", "up", "--topology", str(topology.source)],
                           cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from deploy.cluster.hosts import haproxy_config
-from deploy.cluster.topology import DEFAULT_TOPOLOGY, TopologyError, load, parse
+from deploy.cluster.topology import DEFAULT_TOPOLOGY, TopologyError, load, parse, variant
 
 
 @pytest.fixture
@@ -80,3 +80,13 @@ def test_a_file_that_is_not_yaml_is_refused(tmp_path):
     path.write_text("hosts: [unclosed\n")
     with pytest.raises(TopologyError):
         load(path)
+
+
+def test_variant_moves_every_address_to_its_subnet_keeping_offsets(tmp_path):
+    moved = variant(tmp_path, name="mskv", subnet="10.231.9.0/24", env={"API_KEY_CACHE_TTL_S": 3})
+    shipped = load()
+    assert moved.name == "mskv" and moved.bridge_address == "10.231.9.1"
+    for before, after in zip(shipped.hosts, moved.hosts):
+        assert after.address.split(".")[-1] == before.address.split(".")[-1]
+        assert after.address.startswith("10.231.9.") and after.namespace == f"mskv-{before.name}"
+    assert ("API_KEY_CACHE_TTL_S", "3") in moved.env
