@@ -237,17 +237,22 @@ def balancer_start(topology: Topology, host: Host) -> None:
                "answer GET /health through an API host")
 
 
-def haproxy_servers(topology: Topology) -> dict[str, str]:
-    """Each API host's state as HAProxy sees it (``UP``, ``DOWN``, ...), from its stats socket."""
-    path = str(run_dir(topology) / "haproxy.sock")
+def haproxy_command(topology: Topology, command: str) -> str:
+    """Send one command to HAProxy's admin socket (``show stat``, ``disable server api_hosts/api2``,
+    ...) and return its answer."""
     with socket.socket(socket.AF_UNIX) as client:
-        client.settimeout(3)
-        client.connect(path)
-        client.sendall(b"show stat\n")
+        client.settimeout(5)
+        client.connect(str(run_dir(topology) / "haproxy.sock"))
+        client.sendall(command.encode() + b"\n")
         raw = b""
         while chunk := client.recv(65536):
             raw += chunk
-    lines = raw.decode().splitlines()
+    return raw.decode()
+
+
+def haproxy_servers(topology: Topology) -> dict[str, str]:
+    """Each API host's state as HAProxy sees it (``UP``, ``DOWN``, ``MAINT``, ...)."""
+    lines = haproxy_command(topology, "show stat").splitlines()
     header = lines[0].lstrip("# ").split(",")
     states = {}
     for line in lines[1:]:
