@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import yaml
 
 from . import hosts, network
-from .topology import DEFAULT_TOPOLOGY, Topology, load, parse
+from .topology import DEFAULT_TOPOLOGY, Topology, TopologyError, load, parse
 
 
 def state_path(topology: Topology) -> Path:
@@ -123,9 +124,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("action", choices=("up", "status", "down"))
     parser.add_argument("--topology", type=Path, default=DEFAULT_TOPOLOGY, help="the topology file (YAML)")
     options = parser.parse_args(argv)
-    topology = load(options.topology)
+    try:
+        topology = load(options.topology)
+    except (OSError, TopologyError) as error:
+        print(f"{options.topology}: {error}", file=sys.stderr)
+        return 2
     if options.action == "up":
-        cluster_up(topology)
+        try:
+            cluster_up(topology)
+        except (RuntimeError, OSError) as error:
+            print(f"cluster {topology.name} did not come up: {error}\n"
+                  f"(its logs are in {hosts.run_dir(topology) / 'logs'}; `down` removes what was made)",
+                  file=sys.stderr)
+            return 1
     elif options.action == "down":
         cluster_down(topology)
     else:

@@ -90,3 +90,14 @@ def test_variant_moves_every_address_to_its_subnet_keeping_offsets(tmp_path):
         assert after.address.split(".")[-1] == before.address.split(".")[-1]
         assert after.address.startswith("10.231.9.") and after.namespace == f"mskv-{before.name}"
     assert ("API_KEY_CACHE_TTL_S", "3") in moved.env
+
+
+def test_the_command_refuses_a_bad_topology_file_before_touching_anything(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "topology.yaml"
+    path.write_text("name: x\nsubnet: 10.231.7.0/24\n")
+    done = subprocess.run([sys.executable, "-m", "deploy.cluster", "up", "--topology", str(path)],
+                          capture_output=True, text=True, cwd=DEFAULT_TOPOLOGY.parents[2], timeout=60)
+    assert done.returncode == 2 and "balancer: is required" in done.stderr
