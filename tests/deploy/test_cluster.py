@@ -67,8 +67,13 @@ def test_up_is_idempotent_and_status_reports_every_host_healthy(cluster):
     assert cluster_command(cluster, "status").returncode == 0
 
 
+def _both_in_rotation(cluster) -> None:
+    wait_for(lambda: set(hosts.haproxy_servers(cluster).values()) == {"UP"}, 30, "HAProxy to route to both API hosts")
+
+
 def test_traffic_through_haproxy_reaches_both_api_hosts(cluster, key):
     balancer = cluster.one("balancer")
+    _both_in_rotation(cluster)
     answers = [call(balancer, "GET", "/timeline?entity=contact.maria", key) for _ in range(12)]
     assert all(answer.status == 200 for answer in answers), [a.status for a in answers]
     assert {answer.api_host for answer in answers} == {api.name for api in cluster.of_role("api")}
@@ -149,6 +154,7 @@ def test_killing_a_worker_host_mid_task_loses_no_acknowledged_record(cluster, ke
 
 def test_killing_an_api_host_under_load_fails_only_its_requests_in_flight(cluster, key):
     balancer, victim = cluster.one("balancer"), cluster.host("api1")
+    _both_in_rotation(cluster)
     outcomes: list[tuple[float, float, int | None, str | None]] = []  # start, end, status, API host
     stop = threading.Event()
 
