@@ -109,7 +109,7 @@ def tcp_open(address: str, port: int) -> bool:
         return False
 
 
-def http_status(url: str, timeout_s: float = 3) -> int | None:
+def http_status(url: str, timeout_s: float = 10) -> int | None:
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as response:
             return response.status

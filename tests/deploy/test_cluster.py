@@ -111,6 +111,58 @@ def test_a_revoked_key_is_refused_on_both_api_hosts_within_the_cache_ttl(cluster
     assert max(refused_after.values()) <= TEST_ENV["API_KEY_CACHE_TTL_S"] + 2, refused_after
 
 
+def test_an_activated_view_version_is_seen_by_every_api_host_on_its_next_request(cluster, key):
+    apis = cluster.of_role("api")
+
+    def active(api) -> set[int]:
+        views = call(api, "GET", "/views", key).body["views"]
+        return {view["version"] for view in views if view["name"] == "customer_context" and view["active"]}
+
+    before = active(apis[0])
+    assert len(before) == 1
+    for api in apis:  # every gunicorn process of both hosts has likely compiled and cached the catalog
+        assert all(active(api) == before for _ in range(4))
+    target = 1 if before == {2} else 2
+    manage(cluster, "activate_view", "customer_context", str(target), "--workspace", "cluster")
+    # Each request reads its workspace's catalog revision, so the very next one on any host sees it.
+    for api in apis:
+        assert all(active(api) == {target} for _ in range(4))
+
+
+def test_a_poison_task_is_dead_lettered_and_the_queue_behind_it_drains(cluster, key):
+    from celery import Celery
+
+    from catalog_app.models import DeadLetter
+    from memseek_site.queues import ENRICHMENT, TASK_ROUTES
+
+    producer = Celery("memseek-cluster-test", broker=hosts.broker_url(cluster), set_as_current=False)
+    producer.conf.task_routes = TASK_ROUTES
+    try:
+        poison = producer.send_task("catalog_app.tasks.enrich_records", args=[["not-a-record-id"]]).id
+    finally:
+        producer.close()
+    written = call(cluster.one("balancer"), "POST", "/records", key,
+                   {"records": [_record("Sent behind the poison task: the parcel arrived damaged.")]})
+    assert written.status == 200, written.body
+    behind = written.body["inserted"][0]["id"]
+    wait_for(lambda: _ready_ids(cluster, [behind]) == {behind}, 120, "the record behind the poison to be ready")
+
+    def letter():
+        with psycopg.connect(hosts.database_url(cluster)) as connection:
+            return connection.execute(f"SELECT queue, args, tries, error FROM {DeadLetter._meta.db_table} "
+                                      "WHERE task_id = %s", (poison,)).fetchone()
+
+    queue, args, tries, error = wait_for(letter, 60, "the poison task's dead letter")
+    assert (queue, args, tries) == (ENRICHMENT, [["not-a-record-id"]], 1) and error.startswith("ValidationError")
+    import redis
+
+    broker = redis.Redis.from_url(hosts.broker_url(cluster))
+    try:
+        wait_for(lambda: broker.llen(ENRICHMENT) == 0, 30, "the enrichment queue to drain")
+    finally:
+        broker.close()
+
+
 def _ready_ids(cluster, ids: list[str]) -> set[str]:
     with psycopg.connect(hosts.database_url(cluster)) as connection:
         rows = connection.execute(f"SELECT id::text FROM {Record._meta.db_table} "
