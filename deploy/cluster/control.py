@@ -1,7 +1,9 @@
 """Bringing the whole cluster up, reporting it, and taking it down.
 
-``cluster_up`` is idempotent: with every host answering it changes nothing; with any part
-missing (a crash, a host killed) it takes down what is left and starts the cluster afresh.
+``cluster_up`` is idempotent: with every host answering it changes nothing; with only API,
+worker or balancer hosts down (they keep no state) it restarts just those; with anything else
+missing (a crash midway, the database or broker gone, the topology changed) it takes down what is
+left and starts the cluster afresh.
 Before it makes anything it writes the state file (``<run dir>/state.json``: the topology it is
 about to build), so ``cluster_down`` removes everything that run made even when it crashed
 midway or the topology file was edited since. ``cluster_down`` removes the union of the state
@@ -19,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from . import hosts, network
-from .topology import DEFAULT_TOPOLOGY, Topology, TopologyError, load, parse
+from .topology import DEFAULT_TOPOLOGY, Host, Topology, TopologyError, load, parse
 
 
 def state_path(topology: Topology) -> Path:
@@ -31,6 +33,12 @@ def cluster_up(topology: Topology, log=print) -> None:
     (and leaves the state file for ``cluster_down``) when a host does not start."""
     if _all_healthy(topology):
         log(f"cluster {topology.name} is already up")
+        return
+    broken = _restartable(topology)
+    if broken:
+        log(f"cluster {topology.name}: restarting {', '.join(host.name for host in broken)}")
+        _restart(topology, broken)
+        log(f"cluster {topology.name} is up again")
         return
     if state_path(topology).exists() or network.namespaces() & {host.namespace for host in topology.hosts}:
         log(f"cluster {topology.name} is partly up: taking it down first")
@@ -60,6 +68,46 @@ def cluster_up(topology: Topology, log=print) -> None:
     hosts.balancer_start(topology, topology.one("balancer"))
     balancer = topology.one("balancer")
     log(f"cluster {topology.name} is up: http://{balancer.address}:{balancer.port}/")
+
+
+# Hosts that keep nothing of their own: restarting one loses nothing (the database and broker do keep state).
+_STATELESS = ("api", "worker", "balancer")
+
+
+def _restartable(topology: Topology) -> list[Host] | None:
+    """The unhealthy hosts of a cluster this topology built whose network, database and broker
+    are intact, when all of them keep no state (so restarting them alone repairs it); else None."""
+    state = state_path(topology)
+    if not state.exists() or not network.link_exists(topology.bridge):
+        return None
+    try:
+        if json.loads(state.read_text())["definition"] != yaml.safe_load(topology.source.read_text()):
+            return None  # the topology changed since: only a rebuild makes it true
+    except (ValueError, KeyError, TypeError):
+        return None
+    rows = {row[0]: row for row in cluster_status(topology)}
+    broken = [host for host in topology.hosts if not rows[host.name][-1]]
+    if not broken or any(host.role not in _STATELESS or rows[host.name][3] == "absent" for host in broken):
+        return None
+    return broken
+
+
+def _restart(topology: Topology, broken: list[Host]) -> None:
+    for host in broken:
+        network.host_stop(host)  # what is left of it: a wedged process, a worker's orphaned pool
+    offsets = {}
+    for host in broken:
+        if host.role == "api":
+            hosts.api_start(topology, host)
+        elif host.role == "worker":
+            offsets[host.name] = hosts.worker_start(topology, host)
+    for host in broken:
+        if host.role == "api":
+            hosts.api_wait(topology, host)
+        elif host.role == "worker":
+            hosts.worker_wait(topology, host, offsets[host.name])
+    if any(host.role == "balancer" for host in broken):
+        hosts.balancer_start(topology, topology.one("balancer"))
 
 
 def cluster_status(topology: Topology) -> list[tuple[str, str, str, str, bool]]:

@@ -202,17 +202,24 @@ def api_wait(topology: Topology, host: Host) -> None:
                "answer GET /health with 200")
 
 
-def worker_start(topology: Topology, host: Host) -> None:
+def worker_start(topology: Topology, host: Host) -> int:
+    """Start the worker; returns where its log stood, for ``worker_wait`` (a restarted host's log
+    still holds its previous run's lines)."""
+    log = log_path(topology, host)
+    offset = log.stat().st_size if log.exists() else 0
     queues = [f"--queues={','.join(host.queues)}"] if host.queues else []
     spawn(topology, host, [sys.executable, "-m", "celery", "-A", "memseek_site", "worker", "--loglevel=INFO",
                            f"--concurrency={host.processes}", "--pool=prefork", f"--hostname={host.name}@%h",
                            "--without-gossip", "--without-mingle", "--without-heartbeat", *queues],
           service_environment(topology))
+    return offset
 
 
-def worker_wait(topology: Topology, host: Host) -> None:
+def worker_wait(topology: Topology, host: Host, since: int = 0) -> None:
     def started() -> bool:
-        log = log_path(topology, host).read_text(errors="replace")
+        with log_path(topology, host).open("rb") as output:
+            output.seek(since)
+            log = output.read().decode(errors="replace")
         # Ready, and every pool process has loaded the model (catalog_app.signals).
         return " ready." in log and log.count("loaded the bundled embedding model") >= host.processes
 

@@ -2,7 +2,8 @@
 topology and removed by ``down`` whatever happens: HAProxy spreads traffic over both API hosts,
 the API hosts share one state, a killed API host costs only the requests in flight on it, a
 killed worker host loses no acknowledged record, and a revoked key stops on every host within
-``API_KEY_CACHE_TTL_S``. The tests run in file order; the API host is killed last.
+``API_KEY_CACHE_TTL_S``. The tests run in file order; the hosts are killed last, and the last
+test has ``up`` restart them.
 
 Each bound stated here comes from the test topology's settings (``TEST_ENV``) and the
 balancer's check settings, never from a measured time.
@@ -254,3 +255,33 @@ def test_killing_an_api_host_under_load_fails_only_its_requests_in_flight(cluste
     assert removed_after <= cluster.balancer.removal_bound_s, summary
     after_removal = [o for o in acknowledged if o[0] > kill_done + removed_after]
     assert after_removal and {o[3] for o in after_removal} == {"api2"}, summary
+
+
+def _main_processes(host) -> set[int]:
+    """The processes of ``host`` whose parent is outside it: the ones the cluster started (the
+    postmaster, gunicorn's and Celery's main process, ...), not a database backend or a pool
+    process, which may come and go."""
+    pids = set(network.namespace_pids(host.namespace))
+    parents = {}
+    for pid in pids:
+        try:
+            parents[pid] = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return {pid for pid, parent in parents.items() if parent not in pids}
+
+
+def test_up_after_the_kills_restarts_only_the_killed_hosts(cluster, key):
+    """Runs after both kills: api1 and worker1 have no process left."""
+    killed = {"api1", "worker1"}
+    assert {name for name, *_, healthy in cluster_status(cluster) if not healthy} == killed
+    kept = {host.name: _main_processes(host) for host in cluster.hosts if host.name not in killed}
+    repaired = cluster_command(cluster, "up")
+    assert repaired.returncode == 0, repaired.stderr[-3000:]
+    assert "restarting api1, worker1" in repaired.stdout, repaired.stdout
+    # The database, broker, balancer and the other hosts kept their processes.
+    assert {name: _main_processes(cluster.host(name)) for name in kept} == kept
+    _both_in_rotation(cluster)
+    answers = [call(cluster.one("balancer"), "GET", "/timeline?entity=contact.maria", key) for _ in range(12)]
+    assert {answer.api_host for answer in answers if answer.status == 200} == {"api1", "api2"}
+    assert all(healthy for *_, healthy in cluster_status(cluster))
