@@ -1,15 +1,17 @@
 """The namespace cluster (docs/cluster.md), built by ``python -m deploy.cluster up`` from a test
 topology and removed by ``down`` whatever happens: HAProxy spreads traffic over both API hosts,
-the API hosts share one state, a killed API host costs only the requests in flight on it, a
-killed worker host loses no acknowledged record, and a revoked key stops on every host within
-``API_KEY_CACHE_TTL_S``. The tests run in file order; the hosts are killed last, and the last
-test has ``up`` restart them.
+the API hosts share one state (a write, a revoked key within ``API_KEY_CACHE_TTL_S``, an
+activated view version on the next request), a poison task does not block its queue, a killed
+API host costs only the requests in flight on it, a killed worker host loses no acknowledged
+record, and ``up`` restarts what was killed. The tests run in file order; the hosts are killed
+last, and the last test has ``up`` restart them.
 
-Each bound stated here comes from the test topology's settings (``TEST_ENV``) and the
-balancer's check settings, never from a measured time.
+Each bound comes from the test topology's settings (``TEST_ENV``) and the balancer's check
+settings, plus the allowance named beside it for work whose time depends on the machine.
 """
 from __future__ import annotations
 
+import http.client
 import threading
 import time
 
@@ -208,7 +210,7 @@ def test_killing_a_worker_host_mid_task_loses_no_acknowledged_record(cluster, ke
 def test_killing_an_api_host_under_load_fails_only_its_requests_in_flight(cluster, key):
     balancer, victim = cluster.one("balancer"), cluster.host("api1")
     _both_in_rotation(cluster)
-    outcomes: list[tuple[float, float, int | None, str | None]] = []  # start, end, status, API host
+    outcomes: list[tuple[float, float, int | str, str | None]] = []  # start, end, status, API host
     stop = threading.Event()
 
     def client():
@@ -217,8 +219,10 @@ def test_killing_an_api_host_under_load_fails_only_its_requests_in_flight(cluste
             try:
                 answer = call(balancer, "GET", "/timeline?entity=contact.maria&limit=5", key, timeout=30)
                 status, api_host = answer.status, answer.api_host
+            except http.client.HTTPException:  # the host died while its answer was being relayed
+                status, api_host = "truncated", None
             except OSError:
-                status, api_host = None, None
+                status, api_host = "no answer", None
             outcomes.append((start, time.monotonic(), status, api_host))
 
     threads = [threading.Thread(target=client) for _ in range(6)]
@@ -248,10 +252,11 @@ def test_killing_an_api_host_under_load_fails_only_its_requests_in_flight(cluste
                f"(kill took {kill_done - kill_started:.2f} s; failures as start, end after the kill started, status: "
                f"{[(round(o[0] - kill_started, 2), round(o[1] - kill_started, 2), o[2]) for o in failed]})")
     # A failure is only a request that was in flight on the host while it died (sent before its
-    # last process exited, answered after the kill began), and HAProxy answered it 502: the
-    # client always got an answer, never a dropped connection.
+    # last process exited, answered after the kill began): HAProxy answers it 502, or, when the
+    # host died while its answer was being relayed, the answer is cut short. Never a request
+    # refused outright.
     assert all(o[0] <= kill_done and o[1] >= kill_started for o in failed), summary
-    assert {o[2] for o in failed} <= {502}, summary
+    assert {o[2] for o in failed} <= {502, "truncated"}, summary
     assert removed_after <= cluster.balancer.removal_bound_s, summary
     after_removal = [o for o in acknowledged if o[0] > kill_done + removed_after]
     assert after_removal and {o[3] for o in after_removal} == {"api2"}, summary
