@@ -32,6 +32,8 @@ BENCHMARKS = {
     "observability": "what the /metrics instruments and OpenTelemetry tracing add to GET /search and GET /health",
     "failover": "synchronous mode's commit latency and throughput beside synchronous_commit=local, "
                 "on a two-node Patroni cluster",
+    "cluster": "search and ingest through HAProxy with one and two API hosts on the namespace cluster: "
+               "requests/s, p50/p95 and each tier's CPU ms per request (root)",
 }
 
 

@@ -1,0 +1,1 @@
+"""A Memseek cluster on one machine from Linux network namespaces (docs/cluster.md)."""

@@ -1,0 +1,5 @@
+import sys
+
+from .control import main
+
+sys.exit(main())
