@@ -15,6 +15,8 @@ Shape (one declaration per file)::
       - {name: grep, kind: lookup, lookup: grep, description: ...}
       - {name: open_record, kind: record, description: ...}
       - {name: remember, kind: ingest, collection: {name: main, version: 1}, description: ...}
+      - {name: forget, kind: forget, collection: {name: main, version: 1}, description: ...}
+      - {name: rate_context, kind: feedback, description: ...}
 
 Nothing is exported implicitly: only declared tools exist. ``view`` and ``ingest`` tools bind
 an exact version that must be loaded; ``lookup`` tools name one lookup. A workspace has at most
@@ -31,11 +33,12 @@ from catalog_app.catalog.errors import CatalogError
 from catalog_app.catalog.registry import Catalog, Family, Validated, register_family
 
 FAMILY = "mcp"
-KINDS = ("view", "retrieve", "brief", "lookup", "record", "ingest")
+KINDS = ("view", "retrieve", "brief", "lookup", "record", "ingest", "forget", "feedback")
 LOOKUPS = ("grep", "latest", "around", "read", "ls", "history")
 # What each kind binds: the key naming its target, and the catalog family of that target.
-BINDING_KEY = {"view": "view", "ingest": "collection", "lookup": "lookup"}
-_TARGET_FAMILY = {"view": "view", "ingest": "collection"}
+# A forget tool is bound to one collection: it erases an entity's records there and nowhere else.
+BINDING_KEY = {"view": "view", "ingest": "collection", "forget": "collection", "lookup": "lookup"}
+_TARGET_FAMILY = {"view": "view", "ingest": "collection", "forget": "collection"}
 TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 MAX_TOOLS = 64
 MAX_DESCRIPTION = 2000
