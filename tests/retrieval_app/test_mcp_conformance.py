@@ -162,9 +162,11 @@ WRITTEN_CALLS = ("open_record", "around", "rate_context")
 
 
 def test_every_example_tool_publishes_its_routes_response_schema_and_its_results_validate(catalog, api):
+    from catalog_app.signals import load_bundled_model
     from retrieval_app.mcp.route_schema import _openapi
 
     document = _openapi()
+    load_bundled_model()  # as a server does at start: a cold load inside one call could outlast its deadline
     passage = record_make(catalog, entity="contact.maria", text="Maria's Q3 budget is 40k.")  # enriched: a passage
     listed = {tool["name"]: tool for tool in rpc(api, "tools/list").json()["result"]["tools"]}
     published = tools(api)
