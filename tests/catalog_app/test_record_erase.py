@@ -3,6 +3,7 @@ vectors, review audits, index documents and postings), what a dry run leaves, th
 every rejected request changing nothing."""
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -173,3 +174,13 @@ def test_a_malformed_json_body_is_rejected_before_anything_is_erased(catalog, ap
     assert response.status_code in (400, 422) and Record.objects.count() == 1
     response = api.generic("POST", "/erase", '{"entity": "e1", "entity": "e2"}', content_type="application/json")
     assert response.status_code == 422 and Record.objects.count() == 1
+
+
+@pytest.mark.parametrize("entity", ["a\x00b", "\ud800", "e1\n" * 100])
+def test_hostile_entities_are_refused_or_erase_nothing_else(catalog, api, entity):
+    kept = record_make(catalog, entity="e1", text="stays")
+    response = api.generic("POST", "/erase", json.dumps({"entity": entity}), content_type="application/json")
+    assert response.status_code in (200, 422), response.content
+    if response.status_code == 200:
+        assert response.json()["counts"]["records"] == 0
+    assert Record.objects.filter(pk=kept.pk).exists()
