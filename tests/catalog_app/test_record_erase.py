@@ -184,3 +184,28 @@ def test_hostile_entities_are_refused_or_erase_nothing_else(catalog, api, entity
     if response.status_code == 200:
         assert response.json()["counts"]["records"] == 0
     assert Record.objects.filter(pk=kept.pk).exists()
+
+
+def _every_table() -> dict[str, str]:
+    """Every base table's rows, as one digest per table."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+                       "AND table_type = 'BASE TABLE' ORDER BY 1")
+        tables = [row[0] for row in cursor.fetchall()]
+        digests = {}
+        for table in tables:
+            cursor.execute(f'SELECT count(*), md5(coalesce(string_agg(t::text, \',\' ORDER BY t::text), \'\')) '
+                           f'FROM "{table}" t')
+            digests[table] = "%s:%s" % cursor.fetchone()
+    return digests
+
+
+def test_a_dry_run_erasure_leaves_every_table_as_it_was(catalog, api):
+    fact = record_make(catalog, entity="e1", key="k", type="fact", text="one")
+    record_make(catalog, entity="e1", text="two", derived_from=[fact.pk])
+    record_make(catalog, entity="e2", text="three")
+    before = _every_table()
+    assert "catalog_app_record" in before and "catalog_app_lexical_document" in before
+    assert _erase(api, {"entity": "e1", "dry_run": True}).json()["counts"]["records"] == 2
+    assert _delete(api, fact.pk, "?dry_run=true").json()["counts"]["records"] == 2
+    assert _every_table() == before

@@ -124,3 +124,18 @@ def _columns_of_types(*kinds: str) -> list[tuple[str, str]]:
                        "AND t.table_name = c.table_name AND t.table_type = 'BASE TABLE' "
                        "WHERE c.table_schema = current_schema() AND c.data_type = ANY(%s) ORDER BY 1, 2", [list(kinds)])
         return cursor.fetchall()
+
+
+@pytest.mark.parametrize("mode", ["vector", "text", "hybrid", "recent", "structured"])
+def test_search_in_every_mode_finds_nothing_of_it(erased_world, api, mode):
+    body = {"mode": mode, "scope": {"status": "all"}, "include": ["text"], "render": True}
+    if mode in ("vector", "text", "hybrid"):
+        body["q"] = "Maria CFO Porto Tuesday budget confirmed finance"
+    if mode == "structured":
+        body.update(order_by=[{"field": "speaker"}], scope={"status": "all", "collections": ["main"]})
+    response = api.post("/search", body, format="json")
+    assert response.status_code == 200, response.content
+    text = json.dumps(response.json())
+    assert not [word for word in HER_WORDS if word in text] and not [i for i in erased_world["b_ids"] if i in text]
+    if mode != "structured":
+        assert response.json()["hits"], mode  # the kept entity's records are still there to find
