@@ -19,6 +19,7 @@ OpenAPI document, inlined (``route_schema.route_output_schema``): a successful c
 from __future__ import annotations
 
 import copy
+import re
 from urllib.parse import quote
 
 from catalog_app.catalog.hashing import definition_hash
@@ -94,7 +95,9 @@ def _tool(tool: ToolDeclaration, catalog) -> dict:
         binding.update(name=definition.name, version=definition.version, hash=definition.hash,
                        active=definition.active)
         schema = (_ingest_schema(definition.value, definition.body["schema"]) if tool.kind == "ingest"
-                  else _without(route_input_schema(method, template), "collection"))
+                  else _forget_schema(route_input_schema(method, template), tool.entity_prefix))
+        if tool.entity_prefix is not None:
+            binding["entity_prefix"] = tool.entity_prefix
     elif tool.kind == "feedback":
         schema = _receipt_schema(route_input_schema(method, template))
     else:
@@ -119,6 +122,16 @@ def _without(schema: dict, name: str) -> dict:
     schema = copy.deepcopy(schema)
     schema["properties"].pop(name, None)
     schema["required"] = [member for member in schema["required"] if member != name]
+    return schema
+
+
+def _forget_schema(schema: dict, entity_prefix: str | None) -> dict:
+    """``POST /erase``'s input without ``collection`` (bound); with an entity scope, ``entity``
+    must start with its prefix."""
+    schema = _without(schema, "collection")
+    if entity_prefix is not None:
+        schema["properties"]["entity"] = {**schema["properties"]["entity"],
+                                          "pattern": "^" + re.escape(entity_prefix)}
     return schema
 
 

@@ -172,6 +172,11 @@ def request_for(tool: dict, arguments) -> tuple[str, str, dict | None, object]:
         return "GET", "/records/" + quote(record_id, safe=""), None, None
     binding = tool["binding"]
     if kind == "forget":
+        prefix = binding.get("entity_prefix")
+        entity = arguments.get("entity")
+        if prefix is not None and isinstance(entity, str) and not entity.startswith(prefix):
+            raise ApiError("request_schema", f"entity: this tool forgets only entities starting with {prefix!r}",
+                           "entity")
         return route["method"], route["path"], None, {**arguments, "collection": binding["name"]}
     if kind == "feedback":
         receipt_id = arguments.get("receiptId")

@@ -3,12 +3,17 @@ the one collection the declaration binds, destructive, needing ``write``) and ``
 outcome on the ``receiptId`` ``search_memory`` returned), through ``/mcp`` as an agent calls them."""
 from __future__ import annotations
 
+import shutil
+
 import pytest
+import yaml
 from rest_framework.test import APIClient
 
 from catalog_app.models import Record
+from catalog_app.services.catalog_load import catalog_load
 from catalog_app.services.workspaces import api_key_create
 from retrieval_app.models import Feedback
+from tests.conftest import EXAMPLE_CATALOG
 from tests.memseek_site.test_cross_workspace import mcp, write
 
 pytestmark = pytest.mark.django_db
@@ -92,3 +97,24 @@ def test_feedback_takes_the_receipt_id_search_memory_returned(catalog, api):
     unknown = _call(api, "rate_context", {"receiptId": "00000000-0000-0000-0000-000000000000", "outcome": "success"})
     assert unknown["isError"] and unknown["structuredContent"]["error"] == "receipt_not_found"
     assert Feedback.objects.count() == 1
+
+
+def test_a_forget_tool_bound_to_an_entity_scope_forgets_nothing_outside_it(catalog, api, tmp_path):
+    body = yaml.safe_load((EXAMPLE_CATALOG / "mcp" / "agent.yaml").read_text())
+    body["version"] = 2
+    body["tools"] = [{"name": "forget_contact", "kind": "forget", "collection": {"name": "main", "version": 1},
+                      "entity_prefix": "contact.", "description": "Forget one contact."}]
+    directory = tmp_path / "catalog"
+    shutil.copytree(EXAMPLE_CATALOG, directory)
+    (directory / "mcp" / "agent.yaml").write_text(yaml.safe_dump(body, sort_keys=False))
+    catalog_load(workspace=catalog, directory=directory)
+    listed = _listed(api)["forget_contact"]
+    assert listed["binding"]["entity_prefix"] == "contact."
+    assert listed["input_schema"]["properties"]["entity"]["pattern"] == r"^contact\."
+    account = _write(api, {"entity": "account.zed", "collection": "main", "type": "note", "text": "Zed account"})
+    refused = _call(api, "forget_contact", {"entity": "account.zed"})
+    assert refused["isError"] and refused["structuredContent"]["path"] == "entity"
+    assert Record.objects.filter(pk__in=account).exists()
+    contact = _write(api, {"entity": "contact.zed", "collection": "main", "type": "note", "text": "Zed contact"})
+    assert _call(api, "forget_contact", {"entity": "contact.zed"})["structuredContent"]["counts"]["records"] == 1
+    assert not Record.objects.filter(pk__in=contact).exists()
