@@ -21,7 +21,7 @@ from django.urls import reverse
 from django.utils.functional import cached_property
 from django.utils.html import format_html, format_html_join
 
-from .models import ActivationAudit, ApiKey, DeadLetter, Definition, Record, ReviewAudit, Workspace
+from .models import ActivationAudit, ApiKey, DeadLetter, Definition, ErasureAudit, Record, ReviewAudit, Workspace
 from .services.activation import ActivationRefused, DefinitionActivation
 
 
@@ -139,6 +139,16 @@ class ActivationAuditAdmin(ReadOnlyAdmin):
     list_display = ("created_at", "workspace", "family", "name", "from_version", "to_version", "actor")
     list_filter = ("workspace", "family")
     search_fields = ("name", "actor")
+    list_select_related = ("workspace",)
+    date_hierarchy = "created_at"
+
+
+@admin.register(ErasureAudit)
+class ErasureAuditAdmin(ReadOnlyAdmin):
+    """Erasures (docs/forget.md): who, when and how many rows of what; never what was erased."""
+
+    list_display = ("created_at", "workspace", "kind", "collection", "actor_key_id", "counts")
+    list_filter = ("workspace", "kind")
     list_select_related = ("workspace",)
     date_hierarchy = "created_at"
 

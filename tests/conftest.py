@@ -19,6 +19,9 @@ from tests.scratch_database import migrated_template_create, migrated_template_d
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 EXAMPLE_CATALOG = FIXTURES / "catalogs" / "example"
+# The tools of the example MCP declaration (fixtures/catalogs/example/mcp/agent.yaml), in order.
+EXAMPLE_TOOL_NAMES = ["customer_context", "search_memory", "brief", "grep", "open_record", "remember", "latest", "ls",
+                      "read", "around", "history", "forget", "rate_context"]
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -15,6 +15,8 @@ Shape (one declaration per file)::
       - {name: grep, kind: lookup, lookup: grep, description: ...}
       - {name: open_record, kind: record, description: ...}
       - {name: remember, kind: ingest, collection: {name: main, version: 1}, description: ...}
+      - {name: forget, kind: forget, collection: {name: main, version: 1}, description: ...}
+      - {name: rate_context, kind: feedback, description: ...}
 
 Nothing is exported implicitly: only declared tools exist. ``view`` and ``ingest`` tools bind
 an exact version that must be loaded; ``lookup`` tools name one lookup. A workspace has at most
@@ -31,17 +33,20 @@ from catalog_app.catalog.errors import CatalogError
 from catalog_app.catalog.registry import Catalog, Family, Validated, register_family
 
 FAMILY = "mcp"
-KINDS = ("view", "retrieve", "brief", "lookup", "record", "ingest")
+KINDS = ("view", "retrieve", "brief", "lookup", "record", "ingest", "forget", "feedback")
 LOOKUPS = ("grep", "latest", "around", "read", "ls", "history")
 # What each kind binds: the key naming its target, and the catalog family of that target.
-BINDING_KEY = {"view": "view", "ingest": "collection", "lookup": "lookup"}
-_TARGET_FAMILY = {"view": "view", "ingest": "collection"}
+# A forget tool is bound to one collection: it erases an entity's records there and nowhere else.
+BINDING_KEY = {"view": "view", "ingest": "collection", "forget": "collection", "lookup": "lookup"}
+_TARGET_FAMILY = {"view": "view", "ingest": "collection", "forget": "collection"}
 TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 MAX_TOOLS = 64
 MAX_DESCRIPTION = 2000
 MAX_INSTRUCTIONS = 8000
 _KEYS = {"name", "version", "active", "title", "instructions", "tools"}
-_TOOL_KEYS = {"name", "kind", "description", "title", "view", "collection", "lookup"}
+_TOOL_KEYS = {"name", "kind", "description", "title", "view", "collection", "lookup", "entity_prefix"}
+# The longest entity a record may have (catalog_app.api.reads.ENTITY_CHARS).
+MAX_ENTITY_PREFIX = 255
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +57,8 @@ class ToolDeclaration:
     title: str | None
     target: tuple[str, int] | None  # (name, version) of the bound view or collection
     lookup: str | None
+    # A forget tool's entity scope: it erases only entities starting with this (None: any).
+    entity_prefix: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +123,15 @@ def _tool(raw, path: str, catalog: Catalog) -> dict:
         body["lookup"] = lookup
     elif binding_key is not None:
         body["target"] = _target(doc[binding_key], checks.at(path, binding_key), _TARGET_FAMILY[kind], catalog)
+    if "entity_prefix" in doc:
+        where = checks.at(path, "entity_prefix")
+        if kind != "forget":
+            raise CatalogError("schema", f"a {kind} tool takes no entity_prefix", where)
+        prefix = doc["entity_prefix"]
+        if not isinstance(prefix, str) or not prefix.strip() or len(prefix) > MAX_ENTITY_PREFIX:
+            raise CatalogError("schema", f"must be a non-blank string of at most {MAX_ENTITY_PREFIX} characters",
+                               where)
+        body["entity_prefix"] = prefix
     return body
 
 
@@ -145,7 +161,7 @@ def build(body: dict) -> Interface:
     return Interface(body["name"], body["version"], body["title"], body["instructions"], tuple(
         ToolDeclaration(tool["name"], tool["kind"], tool["description"], tool["title"],
                         (tool["target"]["name"], tool["target"]["version"]) if tool["target"] else None,
-                        tool["lookup"])
+                        tool["lookup"], tool.get("entity_prefix"))
         for tool in body["tools"]))
 
 

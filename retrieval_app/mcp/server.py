@@ -171,6 +171,20 @@ def request_for(tool: dict, arguments) -> tuple[str, str, dict | None, object]:
             raise ApiError("request_schema", "id: the record id, a UUID string, is required", "id")
         return "GET", "/records/" + quote(record_id, safe=""), None, None
     binding = tool["binding"]
+    if kind == "forget":
+        prefix = binding.get("entity_prefix")
+        entity = arguments.get("entity")
+        if prefix is not None and isinstance(entity, str) and not entity.startswith(prefix):
+            raise ApiError("request_schema", f"entity: this tool forgets only entities starting with {prefix!r}",
+                           "entity")
+        return route["method"], route["path"], None, {**arguments, "collection": binding["name"]}
+    if kind == "feedback":
+        receipt_id = arguments.get("receiptId")
+        if not isinstance(receipt_id, str):
+            raise ApiError("request_schema", "receiptId: the receipt id search_memory returned, a UUID string, is "
+                           "required", "receiptId")
+        body = {key: value for key, value in arguments.items() if key != "receiptId"}
+        return route["method"], "/receipts/" + quote(receipt_id, safe="") + "/feedback", None, body
     record = {key: arguments[key] for key in INGEST_FIELDS if key in arguments}
     record.update(collection=binding["name"], collection_version=binding["version"])
     return "POST", "/records", None, {"records": [record]}

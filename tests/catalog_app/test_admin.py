@@ -25,7 +25,7 @@ def staff(db):
     """A staff user who may view everything in catalog_app and activate definitions."""
     user = User.objects.create_user("olga", password="pw", is_staff=True)
     codenames = [f"view_{model}" for model in ("workspace", "apikey", "definition", "record", "activationaudit",
-                                               "reviewaudit")] + ["change_definition"]
+                                               "reviewaudit", "erasureaudit")] + ["change_definition"]
     user.user_permissions.set(Permission.objects.filter(content_type__app_label="catalog_app", codename__in=codenames))
     return user
 
@@ -130,7 +130,8 @@ def test_definition_pages_show_kind_collections_source_and_body(browser, catalog
     assert 'name="_save"' not in page  # view only
 
 
-@pytest.mark.parametrize("model", ["workspace", "apikey", "definition", "record", "activationaudit", "reviewaudit"])
+@pytest.mark.parametrize("model", ["workspace", "apikey", "definition", "record", "activationaudit", "reviewaudit",
+                                   "erasureaudit"])
 def test_nothing_is_added_changed_or_deleted(browser, catalog, model):
     assert browser.get(reverse(f"admin:catalog_app_{model}_add")).status_code == 403
     assert browser.get(reverse(f"admin:catalog_app_{model}_changelist")).status_code == 200

@@ -3,6 +3,7 @@ vectors, review audits, index documents and postings), what a dry run leaves, th
 every rejected request changing nothing."""
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
@@ -173,3 +174,38 @@ def test_a_malformed_json_body_is_rejected_before_anything_is_erased(catalog, ap
     assert response.status_code in (400, 422) and Record.objects.count() == 1
     response = api.generic("POST", "/erase", '{"entity": "e1", "entity": "e2"}', content_type="application/json")
     assert response.status_code == 422 and Record.objects.count() == 1
+
+
+@pytest.mark.parametrize("entity", ["a\x00b", "\ud800", "e1\n" * 100])
+def test_hostile_entities_are_refused_or_erase_nothing_else(catalog, api, entity):
+    kept = record_make(catalog, entity="e1", text="stays")
+    response = api.generic("POST", "/erase", json.dumps({"entity": entity}), content_type="application/json")
+    assert response.status_code in (200, 422), response.content
+    if response.status_code == 200:
+        assert response.json()["counts"]["records"] == 0
+    assert Record.objects.filter(pk=kept.pk).exists()
+
+
+def _every_table() -> dict[str, str]:
+    """Every base table's rows, as one digest per table."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+                       "AND table_type = 'BASE TABLE' ORDER BY 1")
+        tables = [row[0] for row in cursor.fetchall()]
+        digests = {}
+        for table in tables:
+            cursor.execute(f'SELECT count(*), md5(coalesce(string_agg(t::text, \',\' ORDER BY t::text), \'\')) '
+                           f'FROM "{table}" t')
+            digests[table] = "%s:%s" % cursor.fetchone()
+    return digests
+
+
+def test_a_dry_run_erasure_leaves_every_table_as_it_was(catalog, api):
+    fact = record_make(catalog, entity="e1", key="k", type="fact", text="one")
+    record_make(catalog, entity="e1", text="two", derived_from=[fact.pk])
+    record_make(catalog, entity="e2", text="three")
+    before = _every_table()
+    assert "catalog_app_record" in before and "catalog_app_lexical_document" in before
+    assert _erase(api, {"entity": "e1", "dry_run": True}).json()["counts"]["records"] == 2
+    assert _delete(api, fact.pk, "?dry_run=true").json()["counts"]["records"] == 2
+    assert _every_table() == before

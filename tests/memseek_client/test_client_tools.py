@@ -10,6 +10,7 @@ from memseek_client import AsyncMemseekClient, ClientClosed, MemseekClient, Mems
 from memseek_client.models import Tool, ToolList
 
 from .conftest import LIVE
+from tests.conftest import EXAMPLE_TOOL_NAMES
 
 pytestmark = LIVE
 
@@ -18,9 +19,8 @@ def test_tools_lists_the_example_declaration_typed(client, live):
     listing = client.tools()
     assert isinstance(listing, ToolList) and listing.interface is not None
     assert (listing.interface.name, listing.interface.version) == ("agent", 1)
-    assert [tool.name for tool in listing.tools] == ["customer_context", "search_memory", "brief", "grep",
-                                                    "open_record", "remember"]
-    remember = listing.tools[-1]
+    assert [tool.name for tool in listing.tools] == EXAMPLE_TOOL_NAMES
+    remember = next(tool for tool in listing.tools if tool.name == "remember")
     assert isinstance(remember, Tool) and remember.kind == "ingest"
     assert remember.annotations.read_only is False and remember.route.method == "POST"
     assert remember.binding["name"] == "main" and "entity" in remember.input_schema["properties"]

@@ -91,6 +91,20 @@ def check_reject(api, world):
     assert Record.objects.filter(workspace=world["a"]).count() == len(world["a_ids"])
 
 
+def check_record_delete(api, world):
+    same_as_missing(api, "DELETE", lambda i: f"/records/{i}", world["a_ids"][2])
+    same_as_missing(api, "DELETE", lambda i: f"/records/{i}?dry_run=true", world["a_ids"][2])
+    assert Record.objects.filter(workspace=world["a"]).count() == len(world["a_ids"])
+
+
+def check_erase(api, world):
+    # B forgets the entity both workspaces hold: B's records of it go, A's all stay.
+    erased = api.post("/erase", {"entity": MARIA}, format="json").json()
+    assert erased["counts"]["records"] == len(world["b_ids"])
+    assert Record.objects.filter(workspace=world["a"]).count() == len(world["a_ids"])
+    assert not Record.objects.filter(pk__in=world["b_ids"]).exists()
+
+
 def check_receipt(api, world):
     same_as_missing(api, "GET", lambda i: f"/receipts/{i}", world["a_receipt"])
 
@@ -186,6 +200,8 @@ READS = {
 # Routes that take an id of the other workspace, or write.
 ID_ROUTES = {
     ("GET", "records/<str:id>"): check_record_get,
+    ("DELETE", "records/<str:id>"): check_record_delete,
+    ("POST", "erase"): check_erase,
     ("POST", "records/<str:id>/approve"): check_approve,
     ("POST", "records/<str:id>/reject"): check_reject,
     ("GET", "receipts/<str:id>"): check_receipt,

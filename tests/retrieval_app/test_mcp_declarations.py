@@ -90,6 +90,17 @@ BROKEN = [
     ("lookup-without-lookup", declared(tools=[tool(kind="lookup")]), (f"{T0}.lookup", "schema")),
     ("lookup-unknown", declared(tools=[tool(kind="lookup", lookup="delete")]), (f"{T0}.lookup", "schema")),
     ("description-too-long", declared(tools=[tool(description="x" * 2001)]), (f"{T0}.description", "schema")),
+    ("forget-without-collection", declared(tools=[tool(kind="forget")]), (f"{T0}.collection", "schema")),
+    ("forget-unknown-collection", declared(tools=[tool(kind="forget", collection={"name": "nope", "version": 1})]),
+     (f"{T0}.collection", "reference")),
+    ("feedback-with-a-collection", declared(tools=[tool(kind="feedback", collection={"name": "main", "version": 1})]),
+     (f"{T0}.collection", "schema")),
+    ("entity-prefix-on-a-record-tool", declared(tools=[tool(entity_prefix="contact.")]),
+     (f"{T0}.entity_prefix", "schema")),
+    ("entity-prefix-blank", declared(tools=[tool(kind="forget", collection={"name": "main", "version": 1},
+                                                 entity_prefix=" ")]), (f"{T0}.entity_prefix", "schema")),
+    ("entity-prefix-not-a-string", declared(tools=[tool(kind="forget", collection={"name": "main", "version": 1},
+                                                        entity_prefix=7)]), (f"{T0}.entity_prefix", "schema")),
 ]
 
 

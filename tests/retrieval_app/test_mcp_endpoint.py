@@ -16,6 +16,7 @@ from catalog_app.models import Definition, Record
 from catalog_app.services.catalog_load import catalog_load
 from catalog_app.services.workspaces import workspace_create
 from tests.memseek_site.test_openapi_responses import check
+from tests.conftest import EXAMPLE_TOOL_NAMES
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "catalogs"
 MODERN = "2026-07-28"
@@ -97,7 +98,7 @@ def test_no_declaration_exports_nothing_and_other_workspaces_are_apart(catalog, 
     assert rpc(bare, "tools/list").json()["result"]["tools"] == []
     unknown = rpc(bare, "tools/call", {"name": "open_record", "arguments": {"id": "x"}}).json()
     assert unknown["error"]["code"] == -32602 and "result" not in unknown
-    assert len(tools(api)) == 6
+    assert list(tools(api)) == EXAMPLE_TOOL_NAMES
 
 
 def test_tools_takes_no_query_parameters(catalog, api):

@@ -17,6 +17,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from .mcp_live import OTHER_DECLARATION, ROOT, live  # noqa: F401 (the fixture)
+from tests.conftest import EXAMPLE_TOOL_NAMES
 
 pytestmark = pytest.mark.model
 MCP_PAGE = ROOT / "docs" / "api" / "mcp-tools.md"
@@ -128,7 +129,7 @@ def test_the_readme_configuration_starts_without_an_activated_virtualenv_and_ans
         return names, await session.call_tool("search_memory", {"query": "Q3 budget", "entity": "contact.maria"})
 
     names, result = run(host_client(configuration, live.url, live.demo_key), steps)
-    assert names == ["customer_context", "search_memory", "brief", "grep", "open_record", "remember"]
+    assert names == EXAMPLE_TOOL_NAMES
     assert not result.is_error and "receiptId" in result.structured_content
 
 

@@ -2245,14 +2245,6 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Error"];
-                };
-            };
             /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
             409: {
                 headers: {

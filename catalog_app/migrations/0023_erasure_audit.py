@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('catalog_app', '0021_dead_letter_and_task_receipt'),
+        ('catalog_app', '0022_workspace_stored_bytes'),
     ]
 
     operations = [
