@@ -5,6 +5,7 @@ from .api.health import HealthView
 from .api.reads import DocumentHistoryView, DocumentView, RecordDetailView, TimelineView
 from .api.records_write import RecordBatchView
 from .api.review import RecordApproveView, RecordRejectView
+from .api.transfer import ExportView, ImportView
 
 urlpatterns = [
     path("health", HealthView.as_view(), name="health"),
@@ -16,4 +17,6 @@ urlpatterns = [
     path("records", RecordBatchView.as_view(), name="records"),
     path("records/<str:id>/approve", RecordApproveView.as_view(), name="record-approve"),
     path("records/<str:id>/reject", RecordRejectView.as_view(), name="record-reject"),
+    path("export", ExportView.as_view(), name="export"),
+    path("import", ImportView.as_view(), name="import"),
 ]
