@@ -65,7 +65,8 @@ def _query(name: str, description: str, schema) -> OpenApiParameter:
 class ExportView(APIView):
     capability = "read"
     database = "read"
-    renderer_classes = [NDJSONRenderer, JSONRenderer]
+    # Errors are JSON unless the client asks for JSON Lines only; the export itself is always JSON Lines.
+    renderer_classes = [JSONRenderer, NDJSONRenderer]
 
     @extend_schema(
         operation_id="workspace_export", summary="Export the workspace (or one entity) as JSON Lines",

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 from django.db.models import F
 
+from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
 from memseek_site.parsing import fail
 
@@ -30,6 +31,7 @@ from ..catalog.runtime import catalog_for_workspace
 from ..lexical.maintenance import lexical_records_changed
 from ..models import Definition, Workspace, WorkspaceRecordCounter
 from ..record_sql import EMBEDDING, RECORD
+from .content_validation import first_field_type_error, first_schema_error, schema_check
 from .embedding_index import embedding_space_ensure_index, embeddings_insert
 from .import_lines import ImportDefinition, ImportDocument, ImportRecord, line_error
 from .record_ingest import _LOCK_NAMESPACE, records_insert_rows
@@ -179,6 +181,24 @@ def _check_collections(workspace: Workspace, records: list[ImportRecord]) -> Non
             raise line_error(fail("collection_version", f"collection {record.collection}@{record.collection_version} "
                                   "with this contract is not in the workspace's catalog; export it with its "
                                   "definitions", "unknown_collection_version"), record.line)
+        if not record.tombstone:
+            _check_content(collection.value, record)
+
+
+def _check_content(collection, record: ImportRecord) -> None:
+    """The rules a write checks a record's content with, that need no processor: its size, the
+    declared field types and the collection's JSON Schema."""
+    size = len(json.dumps(record.content, ensure_ascii=False).encode("utf-8"))
+    if size > memseek_setting("MAX_CONTENT_BYTES"):
+        raise line_error(fail("content", f"{size} bytes; at most {memseek_setting('MAX_CONTENT_BYTES')}",
+                              "content_too_large"), record.line)
+    problem = first_field_type_error(collection.fields.values(), record.content)
+    if problem is not None:
+        raise line_error(fail(f"content.{problem[0]}", problem[1], "field_type"), record.line)
+    problem = first_schema_error(schema_check(collection.schema), record.content)
+    if problem is not None:
+        raise line_error(fail(f"content.{problem[0]}" if problem[0] else "content", problem[1], "content_schema"),
+                         record.line)
 
 
 def _check_parents(workspace: Workspace, records: list[ImportRecord], mapping: dict) -> None:
