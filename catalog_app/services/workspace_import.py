@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.db import connection, transaction
@@ -61,8 +62,9 @@ def import_record_id(workspace_id: int, exported: uuid.UUID, ids: str) -> uuid.U
 
 
 def workspace_import(*, workspace: Workspace, document: ImportDocument, ids: str = "preserve",
-                     seqs: str = "preserve") -> ImportResult:
-    """Write ``document`` into ``workspace``; raises ``ApiError`` (nothing is written then)."""
+                     seqs: str = "preserve", progress: Callable[[int], object] = lambda written: None) -> ImportResult:
+    """Write ``document`` into ``workspace``; raises ``ApiError`` (nothing is written then).
+    ``progress`` is called with the count of each chunk of records written (not yet committed)."""
     with transaction.atomic():
         workspace = Workspace.objects.select_for_update().get(pk=workspace.pk)
         with connection.cursor() as cursor:
@@ -78,6 +80,7 @@ def workspace_import(*, workspace: Workspace, document: ImportDocument, ids: str
         _number(workspace, new, seqs)
         for start in range(0, len(new), _CHUNK):
             _insert(workspace, new[start:start + _CHUNK], mapping, seqs)
+            progress(len(new[start:start + _CHUNK]))
         for space, (dimensions, pairs) in vectors.items():
             embedding_space_ensure_index(space, dimensions)
             embeddings_insert(space=space, record_ids=[mapping[record.id] for record, _ in pairs],
