@@ -18,7 +18,7 @@ from typing import Any, assert_type
 from collections.abc import AsyncIterator, Awaitable, Iterator
 
 from memseek_client import AsyncMemseekClient, MemseekClient
-from memseek_client.models import Brief, IngestResult, MemoryContext, TimelinePage, TimelineRow, ToolList
+from memseek_client.models import Brief, ImportResult, IngestResult, MemoryContext, TimelinePage, TimelineRow, ToolList
 
 
 def sync_use(memseek: MemseekClient) -> None:
@@ -29,12 +29,16 @@ def sync_use(memseek: MemseekClient) -> None:
     assert_type(memseek.write_records([{"entity": "e"}]), IngestResult)
     assert_type(memseek.iter_timeline("contact.maria"), Iterator[TimelineRow])
     assert_type(memseek.openapi(), dict[str, Any])
+    assert_type(memseek.iter_export(entity="contact.maria"), Iterator[str])
+    assert_type(memseek.import_export("", ids="remap"), ImportResult)
 
 
 async def async_use(memseek: AsyncMemseekClient) -> None:
     assert_type(memseek.timeline("contact.maria"), Awaitable[TimelinePage])
     assert_type(await memseek.tools(), ToolList)
     assert_type(memseek.iter_timeline("contact.maria"), AsyncIterator[TimelineRow])
+    assert_type(memseek.iter_export(), AsyncIterator[str])
+    assert_type(await memseek.import_export(b""), ImportResult)
 '''
 MISUSE = '''
 from memseek_client import MemseekClient
