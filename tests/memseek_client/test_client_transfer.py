@@ -7,10 +7,11 @@ import json
 
 import pytest
 
-from memseek_client import Conflict, MemseekClient, Unauthorized, Unprocessable
+from memseek_client import Conflict, MemseekClient, RetryPolicy, Unauthorized, Unprocessable
 from memseek_client.models import ImportResult
 
 from .conftest import LIVE
+from .scripted_server import RecordingSleep, Reply, ScriptedServer
 
 pytestmark = LIVE
 
@@ -61,3 +62,27 @@ def test_refusals_are_typed_errors(written):
         assert (cursor.value.code, cursor.value.path) == ("invalid_cursor", "cursor")
     with MemseekClient(written.url, "not-a-key") as stranger, pytest.raises(Unauthorized):
         list(stranger.iter_export())
+
+
+HEADER = '{"kind":"header","format":"memseek-export/1"}\n'
+DEFINITION = '{"kind":"definition","name":"main","cursor":"x1.d.1"}\n'
+RECORDS = ['{"kind":"record","seq":1,"cursor":"x1.r.1"}\n', '{"kind":"record","seq":2,"cursor":"x1.r.2"}\n']
+END = '{"kind":"end","records":2}\n'
+
+
+@pytest.mark.parametrize("broken_after", [HEADER, HEADER + DEFINITION + RECORDS[0]])
+def test_a_stream_that_breaks_resumes_from_the_last_cursor_without_repeating_a_line(broken_after):
+    """A real server on loopback sends part of an export and closes; the client asks again from
+    the last cursor it read (or from the start, skipping the header it already gave)."""
+    whole = HEADER + DEFINITION + "".join(RECORDS) + END
+    sent = len(broken_after)
+    cursor = None if broken_after == HEADER else "x1.r.1"
+    rest = whole if cursor is None else "".join(RECORDS[1:]) + END
+    sleep, quick = RecordingSleep(), RetryPolicy(backoff_base=0.01, backoff_max=0.01)
+    with ScriptedServer(Reply(body=whole.encode(), cut_after=sent), Reply(body=rest.encode())) as server, \
+            MemseekClient(server.url, "key", sleep=sleep, retry=quick) as memseek:
+        lines = list(memseek.iter_export())
+    assert "".join(lines) == whole
+    again = "/export" if cursor is None else f"/export?cursor={cursor}"
+    assert [seen.path for seen in server.seen] == ["/export", again]
+    assert len(sleep.waits) == 1
