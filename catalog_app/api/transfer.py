@@ -50,6 +50,11 @@ class NDJSONParser(StrictJSONParser):
         return self.read_limited(stream, parser_context)
 
 
+class ImportErrorSerializer(ErrorSerializer):
+    line = serializers.IntegerField(required=False, min_value=1,
+                                    help_text="The export's line (from 1) the problem is on.")
+
+
 class ImportResultSerializer(serializers.Serializer):
     definitions_added = serializers.IntegerField()
     definitions_unchanged = serializers.IntegerField()
@@ -104,8 +109,9 @@ class ImportView(APIView):
                     _query("seqs", "preserve (default) keeps each record's seq; renumber numbers them on from "
                            "this workspace's last.", {"type": "string", "enum": list(SEQ_CHOICES)})],
         request={NDJSON: OpenApiTypes.STR},
-        responses={200: ImportResultSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 409: ErrorSerializer,
-                   413: ErrorSerializer, 415: ErrorSerializer, 422: ErrorSerializer})
+        responses={200: ImportResultSerializer, 401: ErrorSerializer, 403: ErrorSerializer,
+                   409: ImportErrorSerializer, 413: ErrorSerializer, 415: ErrorSerializer,
+                   422: ImportErrorSerializer})
     def post(self, request):
         raw = parse_query(request.query_params, allowed=("ids", "seqs"))
         ids = _choice(raw, "ids", ID_CHOICES)

@@ -21,6 +21,8 @@ NEEDS = {
     ("GET", "document"): "read",
     ("GET", "document/history"): "read",
     ("POST", "evaluate"): "read",
+    ("GET", "export"): "read",
+    ("POST", "import"): "write",
     ("POST", "mcp"): "read",  # each tool call then needs its own route's capability
     ("GET", "memory/around"): "read",
     ("GET", "memory/grep"): "read",

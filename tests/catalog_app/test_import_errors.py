@@ -12,6 +12,7 @@ from catalog_app.models import Definition, Record, RecordEmbedding, Workspace
 from catalog_app.services.workspaces import workspace_create
 from tests.catalog_app.factories import record_make
 from tests.catalog_app.transfer_support import client_for, export_text, import_text
+from tests.memseek_site.test_openapi_responses import check
 
 
 @pytest.fixture
@@ -222,3 +223,13 @@ def test_export_needs_read_and_import_needs_write(catalog, exported):
 def test_another_workspace_exports_none_of_these_records(catalog, exported, other_workspace_api):
     lines = [json.loads(line) for line in export_text(other_workspace_api).splitlines()]
     assert [line for line in lines if line["kind"] == "record"] == [] and lines[-1]["records"] == 0
+
+
+def test_answers_and_refusals_match_the_openapi_document(api, catalog, exported, target):
+    workspace, client = target
+    body = text_of(exported).encode()
+    check(client.post("/import?ids=remap", body, content_type="application/x-ndjson"), "POST", "/import")
+    check(client.post("/import", body, content_type="application/x-ndjson"), "POST", "/import", 409)
+    check(client.post("/import", b"{}\n", content_type="application/x-ndjson"), "POST", "/import", 422)
+    check(api.get("/export", {"cursor": "x"}), "GET", "/export", 422)
+    check(client_for(workspace_create(name="reader", capabilities=["write"])[1]).get("/export"), "GET", "/export", 403)
