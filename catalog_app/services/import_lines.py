@@ -27,7 +27,7 @@ from .workspace_export import DEFINITION_FIELDS, FORMAT, RECORD_FIELDS
 _HASH = re.compile(r"^[0-9a-f]{64}$")
 _OPTIONAL_HASH = re.compile(r"^([0-9a-f]{64})?$")
 _SPACE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
-_LINE_KEYS = {"header": {"kind", "format", "workspace", "entity", "records", "embedding"},
+_LINE_KEYS = {"header": {"kind", "format", "workspace", "entity", "records", "embedding", "settings"},
               "definition": {"kind", "cursor", *DEFINITION_FIELDS},
               "record": {"kind", "cursor", "vectors", *RECORD_FIELDS},
               "end": {"kind", "records"}}
@@ -89,6 +89,7 @@ class ImportRecord:
 @dataclass(frozen=True, slots=True)
 class ImportDocument:
     entity: str | None
+    settings: dict | None  # the source workspace's setting overrides (None: the export names none)
     definitions: tuple[ImportDefinition, ...]
     records: tuple[ImportRecord, ...]
 
@@ -104,7 +105,7 @@ def line_error(error: ApiError, number: int) -> ApiError:
 def import_document_parse(lines: Iterable[bytes]) -> ImportDocument:
     """Read every line of an export (``bytes`` each, the newline optional); raises ``ApiError``
     at the first bad line, or at ``lines`` when the document as a whole is not an export."""
-    started, entity, definitions, records, end = False, None, [], [], None
+    started, header, definitions, records, end = False, (None, None), [], [], None
     number = 0
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
@@ -114,7 +115,7 @@ def import_document_parse(lines: Iterable[bytes]) -> ImportDocument:
             value = decode_json_body(raw)
             kind = _kind(value, started, end is not None)
             if kind == "header":
-                started, entity = True, _header(value)
+                started, header = True, _header(value)
             elif kind == "definition":
                 if records:
                     raise fail("kind", "a definition after a record; definitions come first", "import_format")
@@ -131,7 +132,7 @@ def import_document_parse(lines: Iterable[bytes]) -> ImportDocument:
     if end is None:
         raise fail("lines", f"the export ends after line {number} without its end line; it was cut short, "
                             "so resume the download from the last line's cursor", "import_incomplete")
-    return ImportDocument(entity, tuple(definitions), tuple(records))
+    return ImportDocument(*header, tuple(definitions), tuple(records))
 
 
 def _kind(value, started: bool, ended: bool) -> str:
@@ -148,13 +149,15 @@ def _kind(value, started: bool, ended: bool) -> str:
     return kind
 
 
-def _header(value) -> str | None:
+def _header(value) -> tuple[str | None, dict | None]:
+    """The header's entity and workspace settings."""
     line = parse_object(value, "", allowed=_LINE_KEYS["header"], required=("format",))
     if line["format"] != FORMAT:
         raise fail("format", f"{str(line['format'])[:40]!r} is not a format this server reads; it reads {FORMAT}",
                    "import_format")
-    entity = line.get("entity")
-    return None if entity is None else parse_string(entity, "entity", max_length=255)
+    entity, settings = line.get("entity"), line.get("settings")
+    return (None if entity is None else parse_string(entity, "entity", max_length=255),
+            None if settings is None else parse_object(settings, "settings"))
 
 
 def _definition(value, number: int) -> ImportDefinition:

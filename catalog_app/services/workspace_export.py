@@ -109,7 +109,7 @@ def _lines(workspace: Workspace, entity: str | None, cursor: ExportCursor | None
 def _header(workspace: Workspace, entity: str | None) -> dict:
     embedding = catalog_for_workspace(workspace).value("models", "models").embedding
     return {"kind": "header", "format": FORMAT, "workspace": workspace.name, "entity": entity,
-            "records": export_count(workspace=workspace, entity=entity),
+            "records": export_count(workspace=workspace, entity=entity), "settings": workspace.settings,
             "embedding": {"space": embedding.space, "model": embedding.model, "dimensions": embedding.dimensions}}
 
 

@@ -70,6 +70,7 @@ def workspace_import(*, workspace: Workspace, document: ImportDocument, ids: str
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_LOCK_NAMESPACE, workspace.pk])
         added_definitions = _definitions(workspace, document.definitions)
+        _settings(workspace, document.settings)
         if added_definitions:
             Workspace.objects.filter(pk=workspace.pk).update(catalog_revision=F("catalog_revision") + 1)
             workspace.refresh_from_db()
@@ -116,6 +117,18 @@ def _definitions(workspace: Workspace, definitions: tuple[ImportDefinition, ...]
                                 source_file=item.source_file, source_text=item.source_text))
     Definition.objects.bulk_create(added)
     return added
+
+
+def _settings(workspace: Workspace, settings: dict | None) -> None:
+    """The source's setting overrides (they shape answers: retrieval weights, budgets) go to a
+    workspace that has none; a workspace with other overrides keeps them and refuses the import."""
+    if settings is None or settings == workspace.settings:
+        return
+    if workspace.settings:
+        raise _conflict(1, "settings", "this workspace has other setting overrides; unset them or import into a "
+                                       "workspace without any")
+    Workspace.objects.filter(pk=workspace.pk).update(settings=settings)
+    workspace.settings = settings
 
 
 def _check_definition(item: ImportDefinition) -> None:

@@ -106,6 +106,7 @@ def test_a_fresh_workspace_answers_like_the_source_with_remapped_ids(api, catalo
     assert not found, "\n".join(found)
     assert lexical_statistics(target.pk) == source_statistics
     assert lexical_check(workspace_id=target.pk) == []
+    assert Workspace.objects.get(pk=target.pk).settings == Workspace.objects.get(pk=catalog.pk).settings != {}
 
 
 def test_a_second_import_changes_nothing(api, catalog, seeded, fresh):

@@ -233,3 +233,16 @@ def test_answers_and_refusals_match_the_openapi_document(api, catalog, exported,
     check(client.post("/import", b"{}\n", content_type="application/x-ndjson"), "POST", "/import", 422)
     check(api.get("/export", {"cursor": "x"}), "GET", "/export", 422)
     check(client_for(workspace_create(name="reader", capabilities=["write"])[1]).get("/export"), "GET", "/export", 403)
+
+
+def test_other_workspace_settings_are_a_conflict_and_equal_ones_are_not(api, catalog, exported, target):
+    workspace, client = target
+    header = {**exported[0], "settings": {"retrieval.tokenBudget": 2000}}
+    workspace.settings = {"retrieval.tokenBudget": 900}
+    workspace.save(update_fields=["settings"])
+    payload = import_text(client, text_of([header, *exported[1:]]), status=409, ids="remap")
+    assert (payload["error"], payload["path"], payload["line"]) == ("import_conflict", "lines[0].settings", 1)
+    assert Workspace.objects.get(pk=workspace.pk).settings == {"retrieval.tokenBudget": 900}
+    workspace.settings = {"retrieval.tokenBudget": 2000}
+    workspace.save(update_fields=["settings"])
+    assert import_text(client, text_of([header, *exported[1:]]), ids="remap")["records_added"] == 3

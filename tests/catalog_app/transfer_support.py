@@ -54,6 +54,9 @@ def seed(workspace) -> dict[str, str]:
     (withdrawn,) = ingest_ready(workspace, [item(None, entity=MARIA, collection="profiles", type="fact",
                                                  key="review", tombstone=True, occurred_at=at(10),
                                                  derived_from=[str(facts[2])])])
+    # The workspace's own retrieval weights shape /retrieve's answers, so they travel too.
+    workspace.settings = {"retrieval.tokenBudget": 2000, "retrieval.weights": {"recency": 0.3}}
+    workspace.save(update_fields=["settings"])
     (pending,) = ingest(workspace, [item("A budget line still waiting for its vector", entity=MARIA,
                                          type="message", occurred_at=at(11),
                                          content={"speaker": "maria", "thread": "t3"})])
@@ -121,6 +124,7 @@ def _answers(api, ids: dict[str, str]) -> dict[str, object]:
     found["lookup:read"] = _get(api, "/memory/read", {"path": f"facts/profiles/{MARIA}/offsite"})
     found["lookup:history"] = _get(api, "/memory/history", {"path": f"facts/profiles/{MARIA}/offsite"})
     found["record"] = _get(api, f"/records/{ids['note']}", {})
+    found["timeline"] = _get(api, "/timeline", {"entity": MARIA, "status": "all"})
     return found
 
 
@@ -136,7 +140,8 @@ def _get(api, route: str, params: dict):
     return _stable(response.json())
 
 
-_VOLATILE = {"timing", "took_ms", "receipt_id", "receiptId", "last_accessed", "access_count", "trace"}
+_VOLATILE = {"timing", "took_ms", "receipt_id", "receiptId", "latencyMs", "retrieval_micros", "last_accessed",
+             "access_count", "trace"}
 
 
 def _stable(value):
