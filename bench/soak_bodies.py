@@ -25,11 +25,13 @@ MCP_REVISION = "2026-07-28"
 HOSTILE_PER_WELL_FORMED = 4
 JSON = (("Content-Type", "application/json"),)
 MCP_HEADERS = JSON + (("Accept", "application/json, text/event-stream"), ("MCP-Protocol-Version", MCP_REVISION))
+NDJSON = (("Content-Type", "application/x-ndjson"),)
+HEADERS = {"mcp": MCP_HEADERS, "import": NDJSON}
 
 # Every POST route, in the URLconf's syntax.
 POST_ROUTES = ("records", "records/<str:id>/approve", "records/<str:id>/reject", "search", "search/lexical",
                "views/<str:name>/query", "retrieve", "receipts/<str:id>/feedback", "evaluate", "memory/search",
-               "mcp")
+               "mcp", "import")
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +156,29 @@ def well_formed(route: str, context: FuzzContext) -> st.SearchStrategy[tuple[str
         return st.tuples(st.just("/mcp"), st.tuples(st.one_of(listing, call), st.integers(1, 10**6)).map(
             lambda pair: {"jsonrpc": "2.0", "id": pair[1], "method": pair[0]["method"],
                           "params": {**pair[0]["params"], "_meta": meta}}))
+    if route == "import":
+        return st.tuples(st.sampled_from(["/import?ids=remap", "/import?ids=remap&seqs=renumber"]),
+                         st.lists(_export_record(entity), min_size=1, max_size=3).map(_export_lines))
     raise ValueError(f"no well-formed bodies for route {route!r}")
+
+
+def _export_record(entity) -> st.SearchStrategy[dict]:
+    """A record line of an export (``POST /import`` refuses its made-up collection contract)."""
+    fixed = {"kind": "record", "collection": "main", "collection_version": 1, "collection_hash": "0" * 64,
+             "type": "event", "key": None, "status": "active", "scores": {}, "annotations": {},
+             "annotation_meta": {}, "enrichment_error": None, "depth": 0, "derived_from": [], "run_id": None,
+             "dedupe_key": None, "dedupe_hash": "", "access_count": 0, "tombstone": False, "vectors": []}
+    return st.fixed_dictionaries({"id": st.uuids().map(str), "entity": entity, "text": words,
+                                  "occurred_at": instants, "created_at": instants, "last_accessed": instants,
+                                  "enriched_at": instants}).map(
+        lambda drawn: {**fixed, **drawn, "content": {"text": drawn["text"]}})
+
+
+def _export_lines(records: list[dict]) -> list[dict]:
+    header = {"kind": "header", "format": "memseek-export/1", "workspace": "soak", "entity": None,
+              "records": len(records)}
+    numbered = [{**record, "seq": seq, "cursor": f"x1.r.{seq}"} for seq, record in enumerate(records, start=1)]
+    return [header, *numbered, {"kind": "end", "records": len(records)}]
 
 
 # --- hostile values --------------------------------------------------------------------------
@@ -221,6 +245,13 @@ def _removed(value, path: tuple):
         [item for index, item in enumerate(value) if index != head]
 
 
+def body_bytes(route: str, body, ensure_ascii: bool = True) -> bytes:
+    """What ``route`` is sent: an import's lines as JSON Lines, any other body as one JSON text."""
+    if route == "import" and isinstance(body, list):
+        return b"".join(encode(line, ensure_ascii) + b"\n" for line in body)
+    return encode(body, ensure_ascii)
+
+
 def encode(body, ensure_ascii: bool = True) -> bytes:
     """``body`` as JSON bytes, each ``Raw`` value spliced in as written."""
     raws: list[str] = []
@@ -250,28 +281,33 @@ def hostile(route: str, context: FuzzContext) -> st.SearchStrategy[Case]:
 @st.composite
 def _hostile(draw, route: str, context: FuzzContext) -> Case:
     path, body = draw(well_formed(route, context))
-    headers = MCP_HEADERS if route == "mcp" else JSON
+    headers = HEADERS.get(route, JSON)
     places = _paths(body)
-    how = draw(st.sampled_from(["value", "value", "value", "unknown", "missing", "duplicate", "document",
-                                "bytes", "content_type", "path"] if places else ["unknown", "document", "bytes"]))
+    ways = ["value", "value", "value", "unknown", "missing", "duplicate", "document", "bytes", "content_type", "path"]
+    if isinstance(body, list):  # an import's lines: no top-level object to repeat a key of, no id in the path
+        ways = [way for way in ways if way not in ("duplicate", "path")]
+    how = draw(st.sampled_from(ways if places else ["unknown", "document", "bytes"]))
     if how == "value":
-        raw = encode(_replaced(body, draw(st.sampled_from(places)), draw(hostile_values)), draw(st.booleans()))
+        raw = body_bytes(route, _replaced(body, draw(st.sampled_from(places)), draw(hostile_values)),
+                         draw(st.booleans()))
     elif how == "unknown":
-        target = draw(st.sampled_from([()] + [p for p in places if isinstance(_get(body, p), dict)]))
-        raw = encode(_replaced(body, target, {**_get(body, target),
-                                              draw(st.text(min_size=1, max_size=12)): draw(hostile_values)}))
+        targets = [p for p in places if isinstance(_get(body, p), dict)]
+        target = draw(st.sampled_from(targets if isinstance(body, list) else [()] + targets))
+        raw = body_bytes(route, _replaced(body, target, {**_get(body, target),
+                                                         draw(st.text(min_size=1, max_size=12)): draw(hostile_values)}))
     elif how == "missing":
-        raw = encode(_removed(body, draw(st.sampled_from(places))))
+        raw = body_bytes(route, _removed(body, draw(st.sampled_from(places))))
     elif how == "duplicate":
         key = draw(st.sampled_from(list(body)))
         raw = b"{" + json.dumps(key).encode() + b": " + encode(draw(hostile_values)) + b", " + encode(body)[1:]
     elif how == "document":
         raw = encode(draw(st.one_of(hostile_values, st.just([body]))))
     elif how == "bytes":
-        raw = draw(st.sampled_from([b"", b"{", b"\xef\xbb\xbf" + encode(body), encode(body)[:-1],
-                                    encode(body).replace(b'"', b'"\xff', 1), b"null", encode(body) + b" trailing"]))
+        whole = body_bytes(route, body)
+        raw = draw(st.sampled_from([b"", b"{", b"\xef\xbb\xbf" + whole, whole[:-1], whole.replace(b'"', b'"\xff', 1),
+                                    b"null", whole + b" trailing"]))
     elif how == "content_type":
-        raw = encode(body)
+        raw = body_bytes(route, body)
         headers = (("Content-Type", draw(st.sampled_from(["text/plain", "application/x-www-form-urlencoded",
                                                           "multipart/form-data",
                                                           "application/json; charset=latin-1"]))),)
@@ -292,14 +328,17 @@ def _get(value, path: tuple):
     return value
 
 
-def cases(context: FuzzContext) -> st.SearchStrategy[Case]:
-    """Requests to every POST route, ``HOSTILE_PER_WELL_FORMED`` hostile ones to each well-formed one."""
+def cases(context: FuzzContext, routes: tuple[str, ...] = POST_ROUTES) -> st.SearchStrategy[Case]:
+    """Requests to ``routes`` (every POST route), ``HOSTILE_PER_WELL_FORMED`` hostile ones to each
+    well-formed one."""
     def for_route(route: str) -> st.SearchStrategy[Case]:
-        headers = MCP_HEADERS if route == "mcp" else JSON
+        headers = HEADERS.get(route, JSON)
         good = well_formed(route, context).map(lambda pair: Case(route=route, kind="well_formed", path=pair[0],
-                                                                 body=encode(pair[1]), headers=headers))
+                                                                 body=body_bytes(route, pair[1]), headers=headers))
         broken = hostile(route, context)
         return (st.sampled_from((True,) + (False,) * HOSTILE_PER_WELL_FORMED)
                 .flatmap(lambda sane: good if sane else broken))
 
-    return st.one_of([for_route(route) for route in POST_ROUTES])
+    # One route drawn uniformly, then its case: each route gets its share of a bounded run.
+    by_route = {route: for_route(route) for route in routes}
+    return st.sampled_from(routes).flatmap(by_route.__getitem__)

@@ -37,9 +37,9 @@ def fuzz_context(port: int, key: str) -> FuzzContext:
 
 
 def run_fuzz(port: int, key: str, context: FuzzContext, *, count: int, seed: int, tally: Tally,
-             clients: int = 4, phase: str = "bodies") -> int:
-    """Send ``count`` generated cases to 127.0.0.1:``port`` with ``clients`` threads; returns how
-    many were sent."""
+             clients: int = 4, phase: str = "bodies", routes: tuple[str, ...] | None = None) -> int:
+    """Send ``count`` generated cases (to ``routes``, default every POST route) to
+    127.0.0.1:``port`` with ``clients`` threads; returns how many were sent."""
     in_flight = threading.BoundedSemaphore(clients * 2)
     sent = 0
 
@@ -58,7 +58,7 @@ def run_fuzz(port: int, key: str, context: FuzzContext, *, count: int, seed: int
         @hypothesis_seed(seed)
         @settings(max_examples=count, database=None, deadline=None, phases=[Phase.generate],
                   suppress_health_check=list(HealthCheck))
-        @given(cases(context))
+        @given(cases(context) if routes is None else cases(context, routes))
         def generate(case: Case) -> None:
             nonlocal sent
             in_flight.acquire()

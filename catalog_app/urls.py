@@ -6,6 +6,7 @@ from .api.erase import EraseView, RecordView
 from .api.reads import DocumentHistoryView, DocumentView, TimelineView
 from .api.records_write import RecordBatchView
 from .api.review import RecordApproveView, RecordRejectView
+from .api.transfer import ExportView, ImportView
 
 urlpatterns = [
     path("health", HealthView.as_view(), name="health"),
@@ -18,4 +19,6 @@ urlpatterns = [
     path("erase", EraseView.as_view(), name="erase"),
     path("records/<str:id>/approve", RecordApproveView.as_view(), name="record-approve"),
     path("records/<str:id>/reject", RecordRejectView.as_view(), name="record-reject"),
+    path("export", ExportView.as_view(), name="export"),
+    path("import", ImportView.as_view(), name="import"),
 ]

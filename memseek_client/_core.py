@@ -21,6 +21,7 @@ DEFAULT_TIMEOUT_S = 30.0
 # and the client sends the latest one it saw with every later request, so a read served by a
 # replica waits for (or skips a replica without) what this client wrote.
 CONSISTENCY_HEADER = "Memseek-Consistency-Token"
+NDJSON = "application/x-ndjson"
 
 
 class ClientCore:
@@ -53,6 +54,9 @@ class ClientCore:
         if call.body is not None:
             args["content"] = json.dumps(encode(call.body), ensure_ascii=False, allow_nan=False).encode()
             args["headers"] = {"Content-Type": "application/json"}
+        if call.ndjson is not None:
+            args["content"] = call.ndjson
+            args["headers"] = {"Content-Type": NDJSON}
         if self.consistency_token is not None:
             args.setdefault("headers", {})[CONSISTENCY_HEADER] = self.consistency_token
         return args
@@ -118,3 +122,13 @@ def _query_value(value: Any) -> str:
     if hasattr(value, "isoformat"):
         return str(value.isoformat())
     return str(value)
+
+
+def export_params(entity: str | None, cursor: str | None) -> dict[str, str]:
+    return {name: value for name, value in (("entity", entity), ("cursor", cursor)) if value is not None}
+
+
+def line_cursor(line: str) -> str | None:
+    """The cursor an export line carries (``None`` for the header and the end line)."""
+    cursor = json.loads(line).get("cursor")
+    return cursor if isinstance(cursor, str) else None

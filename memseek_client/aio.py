@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from ._core import ClientCore, closed_failure, finish, transport_failure
+from ._core import ClientCore, closed_failure, export_params, finish, line_cursor, transport_failure
 from .models import DocumentVersion, LexicalResponse, MemoryHit, MemoryLsEntry, MemoryVersion, TimelineRow
 from .routes import AsyncRoutes, Call
 
@@ -58,6 +58,38 @@ class AsyncMemseekClient(ClientCore, AsyncRoutes):
             await self._sleep(delay)
 
     # --- iterators: each follows the route's own cursor until the server says there is no more
+
+    async def iter_export(self, *, entity: str | None = None, cursor: str | None = None) -> AsyncIterator[str]:
+        """The lines of ``GET /export`` (each ending in a newline), streamed; resumed from the
+        last line's cursor when the connection breaks, as the retry policy allows."""
+        call: Call[Any] = Call("GET", "/export", None)
+        attempt = since_cursor = 0
+        while True:
+            if self._http.is_closed:
+                raise closed_failure(call)
+            attempt += 1
+            try:
+                async with self._http.stream("GET", "/export", params=export_params(entity, cursor),
+                                             headers=self._request_args(call).get("headers")) as response:
+                    if response.status_code >= 400:
+                        await response.aread()
+                        finish(call, response)
+                    # Lines given before any cursor (the header) come again on a fresh start.
+                    skip, since_cursor = since_cursor, 0
+                    async for line in response.aiter_lines():
+                        if skip:
+                            skip -= 1
+                            continue
+                        yield line + "\n"
+                        held = line_cursor(line)
+                        cursor, since_cursor = (held, 0) if held is not None else (cursor, since_cursor + 1)
+                        attempt = 0
+                return
+            except httpx.TransportError as error:
+                delay = self._retry_delay_after_error(error, "GET", attempt)
+                if delay is None:
+                    raise transport_failure(error, call) from error
+            await self._sleep(delay)
 
     async def _walk(self, fetch: Callable[..., Any], items: str, next_member: str, cursor_param: str,
                     args: tuple[Any, ...], options: dict[str, Any]) -> AsyncIterator[Any]:

@@ -33,6 +33,8 @@ class Call(Generic[T]):
     result: type[T] | None
     params: Mapping[str, Any] | None = None
     body: Any = None
+    # Sent as it is instead of a JSON ``body``: an export's JSON Lines for ``POST /import``.
+    ndjson: bytes | None = None
 
 
 class route(Generic[P, T]):  # lower case: used as a decorator, like property
@@ -252,6 +254,17 @@ class Routes:
         """``POST /evaluate``: recall@k, nDCG@k and MRR for graded queries → ``Evaluation``."""
         return Call("POST", "/evaluate", m.Evaluation,
                                   body=_drop_none(queries=list(queries), k=k, target=target))
+
+    # --- export and import -----------------------------------------------------------------
+
+    @route
+    def import_export(self, export: bytes | str, *, ids: str | None = None,
+                      seqs: str | None = None) -> Call[m.ImportResult]:
+        """``POST /import``: an export (``iter_export``'s lines joined) into this key's workspace,
+        all or nothing → ``ImportResult``. ``ids``: ``preserve`` (default) or ``remap``; ``seqs``:
+        ``preserve`` (default) or ``renumber``."""
+        return Call("POST", "/import", m.ImportResult, params=_drop_none(ids=ids, seqs=seqs),
+                    ndjson=export.encode("utf-8") if isinstance(export, str) else export)
 
     # --- MCP ---------------------------------------------------------------------------------
 

@@ -20,6 +20,9 @@ DEFAULTS: dict[str, object] = {
     # six-byte \uXXXX escape, plus MAX_CONTENT_BYTES, MAX_ANNOTATION_BYTES and 4 KiB of other
     # members per record, so the largest documented batch always fits however it is encoded.
     "MAX_BODY_BYTES": 100 * (65_536 * 6 + 131_072 + 32_768 + 4_096),
+    # A POST /import body (one export, imported in one transaction); manage.py import reads a
+    # file of any size.
+    "MAX_IMPORT_BYTES": 256 * 1024 * 1024,
     # A request target's bytes (path and query string): a MAX_QUERY_CHARS query of three-byte
     # characters, each percent-encoded to nine bytes, plus 8 KiB of other parameters, so every
     # valid GET /search or /context fits. Quickstart starts gunicorn with no request-line limit

@@ -133,6 +133,15 @@ ERROR_STATUS: dict[str, int] = {
     "retrieval_inconsistency": 500,
     # Read-your-writes: a Memseek-Consistency-Token header that is not a WAL position
     "invalid_consistency_token": 400,
+    # Export and import (GET /export, POST /import): a line's problem names lines[i] and its line
+    "invalid_cursor": 422,
+    "import_format": 422,
+    "import_incomplete": 422,
+    "import_definition": 422,
+    "import_vector": 422,
+    "import_conflict": 409,
+    "import_id_taken": 409,
+    "import_seq_taken": 409,
     # Dependencies
     "database_unavailable": 503,
     # The request's deadline passed (memseek_site.deadline)

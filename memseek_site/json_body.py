@@ -76,15 +76,19 @@ class StrictJSONParser(BaseParser):
         return memseek_setting("MAX_BODY_BYTES")
 
     def parse(self, stream, media_type=None, parser_context=None):
+        return decode_json_body(self.read_limited(stream, parser_context))
+
+    def read_limited(self, stream, parser_context) -> bytes:
+        """The body's bytes, or ``413 body_too_large`` past ``body_limit()``."""
         limit = self.body_limit()
         meta = parser_context["request"].META
         declared = meta.get("CONTENT_LENGTH") or meta.get("HTTP_CONTENT_LENGTH") or "0"
         if declared.isdigit() and int(declared) > limit:
             raise _too_large(int(declared), limit, self.limit_name)
-        raw = stream.read(limit + 1)
+        raw = b"" if stream is None else stream.read(limit + 1)
         if len(raw) > limit:
             raise _too_large(None, limit, self.limit_name)
-        return decode_json_body(raw)
+        return raw
 
 
 def decode_json_body(raw: bytes):

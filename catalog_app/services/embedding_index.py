@@ -34,3 +34,15 @@ def embedding_space_ensure_index(space: str, dimensions: int) -> None:
             f"USING hnsw ((embedding::vector({int(dimensions)})) vector_cosine_ops) "
             f"WHERE space = {where}"
         )
+
+
+def embeddings_insert(*, space: str, record_ids: list, workspace_ids: list[int], vector_texts: list[str]) -> None:
+    """The one INSERT of vectors: record ``record_ids[i]`` of workspace ``workspace_ids[i]`` gets the
+    vector whose JSON text is ``vector_texts[i]`` in ``space`` (no per-component adaptation); a
+    vector already stored for (record, space) is kept."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {EMBEDDING} (record_id, workspace_id, space, embedding, created_at) "
+            "SELECT r, w, %s, v::vector, now() FROM unnest(%s::uuid[], %s::bigint[], %s::text[]) AS u(r, w, v) "
+            "ON CONFLICT (record_id, space) DO NOTHING",
+            [space, list(record_ids), list(workspace_ids), list(vector_texts)])

@@ -44,9 +44,9 @@ from ..embedding import EmbeddingUnavailable, embed_texts
 from ..lexical.maintenance import lexical_lock_lanes, lexical_records_changed
 from ..llm import ProviderError, ProviderInvalid
 from ..models import Record
-from ..record_sql import EMBEDDING, RECORD
+from ..record_sql import RECORD
 from ..text import truncate_middle
-from .embedding_index import embedding_space_ensure_index
+from .embedding_index import embedding_space_ensure_index, embeddings_insert
 from .enrichment_llm import processor_ask
 
 logger = logging.getLogger(__name__)
@@ -311,15 +311,9 @@ def _run_embeddings(plans: list[_Plan], results: dict, final_attempt: bool) -> N
 
 
 def _insert_embeddings(plans: list[_Plan], space: str, texts_and_hashes: dict) -> None:
-    """One INSERT of every record's vector (from its JSON text: no per-component adaptation);
-    a vector already stored for (record, space) is kept."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {EMBEDDING} (record_id, workspace_id, space, embedding, created_at) "
-            "SELECT r, w, %s, v::vector, now() FROM unnest(%s::uuid[], %s::bigint[], %s::text[]) AS u(r, w, v) "
-            "ON CONFLICT (record_id, space) DO NOTHING",
-            [space, [plan.record.pk for plan in plans], [plan.record.workspace_id for plan in plans],
-             [texts_and_hashes[plan.record.pk][0] for plan in plans]])
+    embeddings_insert(space=space, record_ids=[plan.record.pk for plan in plans],
+                      workspace_ids=[plan.record.workspace_id for plan in plans],
+                      vector_texts=[texts_and_hashes[plan.record.pk][0] for plan in plans])
 
 
 def _constant_result(processor: Processor) -> _Result:

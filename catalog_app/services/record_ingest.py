@@ -237,13 +237,18 @@ _ROW_TYPES = (("id", "uuid"), ("collection", "text"), ("collection_version", "in
               ("annotations", "jsonb"), ("annotation_meta", "jsonb"), ("depth", "integer"),
               ("derived_from", "uuid[]"), ("dedupe_key", "text"), ("dedupe_hash", "text"),
               ("occurred_at", "timestamptz"), ("ready", "boolean"), ("tombstone", "boolean"),
-              ("bm25_tf", "jsonb"), ("bm25_length", "integer"))
-_COMPUTED = {"workspace_id": "%s", "occurred_at": "COALESCE(u.occurred_at, now())", "created_at": "now()",
-             "last_accessed": "now()", "enriched_at": "CASE WHEN u.ready THEN now() END"}
+              ("bm25_tf", "jsonb"), ("bm25_length", "integer"),
+              # Only an import (``workspace_import``) carries these; a write leaves them out (NULL).
+              ("created_at", "timestamptz"), ("last_accessed", "timestamptz"), ("enriched_at", "timestamptz"),
+              ("access_count", "integer"), ("run_id", "uuid"), ("enrichment_error", "jsonb"))
+_COMPUTED = {"workspace_id": "%s", "occurred_at": "COALESCE(u.occurred_at, now())",
+             "created_at": "COALESCE(u.created_at, now())", "last_accessed": "COALESCE(u.last_accessed, now())",
+             "enriched_at": "CASE WHEN u.ready THEN COALESCE(u.enriched_at, now()) END",
+             "access_count": "COALESCE(u.access_count, 0)"}
 _COLUMNS = ("id", "workspace_id", "collection", "collection_version", "collection_hash", "entity", "type", "key",
             "status", "text", "content", "scores", "annotations", "annotation_meta", "depth", "derived_from",
             "dedupe_key", "dedupe_hash", "occurred_at", "created_at", "last_accessed", "enriched_at", "tombstone",
-            "bm25_tf", "bm25_length")
+            "bm25_tf", "bm25_length", "access_count", "run_id", "enrichment_error")
 _INSERT = (f"INSERT INTO {RECORD} ({', '.join(_COLUMNS)}) "
            f"SELECT {', '.join(_COMPUTED.get(column, f'u.{column}') for column in _COLUMNS)} "
            f"FROM ROWS FROM (jsonb_to_recordset(%s) AS ({', '.join(f'{name} {kind}' for name, kind in _ROW_TYPES)})) "
@@ -266,16 +271,24 @@ def _row_json(record_id: uuid.UUID, record: PreparedRecord, depth: int) -> dict:
             "bm25_length": record.bm25_length}
 
 
+def records_insert_rows(*, workspace: Workspace, rows: list[dict]) -> set[uuid.UUID]:
+    """The one INSERT of record rows: ``rows`` are objects with the ``_ROW_TYPES`` keys (a key left
+    out is NULL, which the computed columns default), inserted in list order so the seq trigger
+    numbers them in that order. Returns the ids written; a row whose dedupe key the workspace
+    already holds is skipped. Takes no locks and does not index: the caller does both."""
+    # Bound server-side (binary_rows): the batch's JSON travels as a parameter, not as a string
+    # literal the client escapes and the server scans again.
+    return {row[0] for row in binary_rows(_INSERT, [workspace.pk, Jsonb(rows)])}
+
+
 def _insert(workspace: Workspace, rows: list[tuple[int, PreparedRecord, int]]):
     """Insert ``rows``; returns the inserted outcomes and the duplicates found only at insert
     time (a concurrent batch committed the same dedupe key after our check)."""
     if not rows:
         return [], []
     ids = [uuid.uuid4() for _ in rows]
-    batch = [_row_json(record_id, record, depth) for record_id, (_, record, depth) in zip(ids, rows)]
-    # Bound server-side (binary_rows): the batch's JSON travels as a parameter, not as a string
-    # literal the client escapes and the server scans again.
-    written = {row[0] for row in binary_rows(_INSERT, [workspace.pk, Jsonb(batch)])}
+    written = records_insert_rows(workspace=workspace, rows=[
+        _row_json(record_id, record, depth) for record_id, (_, record, depth) in zip(ids, rows)])
     inserted, raced = [], []
     for (index, record, _), record_id in zip(rows, ids):
         if record_id in written:

@@ -25,7 +25,7 @@ from ..catalog.runtime import catalog_for_workspace
 from ..embedding import embed_texts
 from ..models import Workspace
 from ..record_sql import EMBEDDING, RECORD, live
-from .embedding_index import embedding_space_ensure_index
+from .embedding_index import embedding_space_ensure_index, embeddings_insert
 
 
 def config_for_runtime(config: EmbeddingConfig, runtime: str) -> EmbeddingConfig:
@@ -74,13 +74,9 @@ def reembed(*, workspace_id: int, source_space: str, target: EmbeddingConfig, ba
             if not rows:
                 break
             vectors = embed_texts(target, [text for _, text in rows])
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    f"INSERT INTO {EMBEDDING} (record_id, workspace_id, space, embedding, created_at) "
-                    "SELECT r, %s, %s, v::vector, now() FROM unnest(%s::uuid[], %s::text[]) AS u(r, v) "
-                    "ON CONFLICT (record_id, space) DO NOTHING",
-                    [workspace_id, target.space, [row[0] for row in rows],
-                     [vector_text_and_hash(vector)[0] for vector in vectors]])
+            embeddings_insert(space=target.space, record_ids=[row[0] for row in rows],
+                              workspace_ids=[workspace_id] * len(rows),
+                              vector_texts=[vector_text_and_hash(vector)[0] for vector in vectors])
         written += len(rows)
         if progress is not None:
             progress(len(rows))

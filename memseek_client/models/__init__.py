@@ -12,13 +12,14 @@ from .records import ErasureResult, IngestOutcome, IngestResult, Record, RecordI
 from .retrieval import (ContextComponents, ContextResponse, ContextSection, Evaluation, Feedback, MemoryContext,
                         MemoryContextSections, Receipt, RetrievedEntry)
 from .search import RankSchema, SearchHit, SearchResponse, ViewList, ViewQueryResult
+from .transfer import ImportResult
 from .tools import Tool, ToolAnnotations, ToolCatalog, ToolInterface, ToolList, ToolRoute
 
 __all__ = [
     "Brief", "CollectionContract", "CollectionField", "CollectionList", "ContextComponents", "ContextResponse",
     "ContextSection", "Document", "DocumentBelief", "DocumentHistory", "DocumentRetraction", "DocumentVersion",
-    "ErasureResult", "Evaluation", "Feedback", "Health", "HealthProblem", "IngestOutcome", "IngestResult",
-    "LexicalHit", "LexicalPage", "LexicalResponse", "LexicalTiming", "MemoryAround", "MemoryContext",
+    "ErasureResult", "Evaluation", "Feedback", "Health", "HealthProblem", "ImportResult", "IngestOutcome",
+    "IngestResult", "LexicalHit", "LexicalPage", "LexicalResponse", "LexicalTiming", "MemoryAround", "MemoryContext",
     "MemoryContextSections", "MemoryFact", "MemoryFactSource", "MemoryGrep", "MemoryHistory", "MemoryHit",
     "MemoryKnown", "MemoryLatest", "MemoryLs", "MemoryLsEntry", "MemoryRead", "MemoryVersion", "MemoryWorkedOut",
     "RankSchema", "Receipt", "Record", "RecordInput", "ReplicaHealth", "RetrievedEntry", "ReviewRecord",

@@ -22,6 +22,8 @@ NEEDS = {
     ("GET", "document/history"): "read",
     ("POST", "erase"): "write",
     ("POST", "evaluate"): "read",
+    ("GET", "export"): "read",
+    ("POST", "import"): "write",
     ("POST", "mcp"): "read",  # each tool call then needs its own route's capability
     ("GET", "memory/around"): "read",
     ("GET", "memory/grep"): "read",

@@ -17,6 +17,7 @@ class Reply:
     headers: tuple[tuple[str, str], ...] = ()
     delay_s: float = 0.0
     drop: bool = False  # close the connection without answering
+    cut_after: int | None = None  # declare the whole body, send this many bytes of it, close
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,10 @@ class ScriptedServer:
                 for name, value in reply.headers:
                     self.send_header(name, value)
                 self.end_headers()
+                if reply.cut_after is not None:
+                    self.wfile.write(payload[:reply.cut_after])
+                    self.close_connection = True
+                    return
                 self.wfile.write(payload)
 
             do_GET = do_POST = do_DELETE = _answer

@@ -29,7 +29,7 @@ ROUTES = [
     ("POST", "/memory/search", m.Brief), ("GET", "/memory/grep", m.MemoryGrep),
     ("GET", "/memory/latest", m.MemoryLatest), ("GET", "/memory/around", m.MemoryAround),
     ("GET", "/memory/read", m.MemoryRead), ("GET", "/memory/ls", m.MemoryLs),
-    ("GET", "/memory/history", m.MemoryHistory), ("GET", "/tools", m.ToolList),
+    ("GET", "/memory/history", m.MemoryHistory), ("GET", "/tools", m.ToolList), ("POST", "/import", m.ImportResult),
 ]
 REQUESTS = [("POST", "/records", m.RecordInput, ("records", "items"))]
 JSON_TYPES = {"string": str, "integer": int, "number": float, "boolean": bool}

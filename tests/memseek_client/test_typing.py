@@ -18,8 +18,8 @@ from typing import Any, assert_type
 from collections.abc import AsyncIterator, Awaitable, Iterator
 
 from memseek_client import AsyncMemseekClient, MemseekClient
-from memseek_client.models import (Brief, ErasureResult, IngestResult, MemoryContext, TimelinePage, TimelineRow,
-                                   ToolList)
+from memseek_client.models import (Brief, ErasureResult, ImportResult, IngestResult, MemoryContext, TimelinePage,
+                                   TimelineRow, ToolList)
 
 
 def sync_use(memseek: MemseekClient) -> None:
@@ -32,6 +32,8 @@ def sync_use(memseek: MemseekClient) -> None:
     assert_type(memseek.openapi(), dict[str, Any])
     assert_type(memseek.delete_record("id", dry_run=True), ErasureResult)
     assert_type(memseek.erase_entity("contact.maria", collection="main"), ErasureResult)
+    assert_type(memseek.iter_export(entity="contact.maria"), Iterator[str])
+    assert_type(memseek.import_export("", ids="remap"), ImportResult)
 
 
 async def async_use(memseek: AsyncMemseekClient) -> None:
@@ -39,6 +41,8 @@ async def async_use(memseek: AsyncMemseekClient) -> None:
     assert_type(await memseek.tools(), ToolList)
     assert_type(await memseek.delete_record("id"), ErasureResult)
     assert_type(memseek.iter_timeline("contact.maria"), AsyncIterator[TimelineRow])
+    assert_type(memseek.iter_export(), AsyncIterator[str])
+    assert_type(await memseek.import_export(b""), ImportResult)
 '''
 MISUSE = '''
 from memseek_client import MemseekClient

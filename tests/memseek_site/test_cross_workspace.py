@@ -124,6 +124,36 @@ def check_records_write(api, world):
     assert again["inserted"] == [] and again["duplicates"][0]["id"] == world["b_ids"][0]
 
 
+def check_export(api, world):
+    """B's export holds B's records and none of A's, whichever entity it names."""
+    for params in ({}, {"entity": MARIA}):
+        response = api.get("/export", params)
+        assert response.status_code == 200
+        text = b"".join(response.streaming_content).decode()
+        assert all(record_id in text for record_id in world["b_ids"])
+        assert not [record_id for record_id in world["a_ids"] if record_id in text]
+
+
+def check_import(api, world):
+    """A parent of A's is, to B's import, a parent that exists nowhere (422 naming it); the
+    refused import leaves A and B as they were."""
+    lines = [json.loads(line) for line in b"".join(api.get("/export").streaming_content).decode().splitlines()]
+    index = next(i for i, line in enumerate(lines) if line["kind"] == "record")
+    counts = (Record.objects.filter(workspace=world["a"]).count(), Record.objects.exclude(workspace=world["a"]).count())
+
+    def sent(parent: str):
+        body = [{**line, "derived_from": [parent]} if i == index else line for i, line in enumerate(lines)]
+        return api.post("/import?ids=remap", "".join(json.dumps(line) + "\n" for line in body).encode(),
+                        content_type="application/x-ndjson")
+
+    missing = str(uuid.uuid4())
+    got, expected = sent(world["a_ids"][0]), sent(missing)
+    assert got.status_code == expected.status_code == 422 and got.json()["error"] == "parent_not_found"
+    assert json.loads(json.dumps(got.json()).replace(world["a_ids"][0], missing)) == expected.json()
+    assert (Record.objects.filter(workspace=world["a"]).count(),
+            Record.objects.exclude(workspace=world["a"]).count()) == counts
+
+
 def check_memory_read(api, world):
     same_as_missing(api, "GET", lambda i: f"/memory/read?path=passages/main/{MARIA}/{i}", world["a_ids"][0])
 
@@ -210,6 +240,8 @@ ID_ROUTES = {
     ("GET", "memory/read"): check_memory_read,
     ("GET", "memory/around"): check_memory_around,
     ("POST", "mcp"): check_mcp_tool_call,
+    ("GET", "export"): check_export,
+    ("POST", "import"): check_import,
 }
 
 

@@ -69,6 +69,19 @@ export class MemseekClient extends Transport {
     return this.post("entity_erase", request);
   }
 
+  /**
+   * `GET /export`: the workspace (or one entity) as JSON Lines, one decoded value per line (header,
+   * definitions, records, end). `cursor` (a line's own) resumes after that line.
+   */
+  async exportLines(query: QueryParams<"workspace_export"> = {}): Promise<Record<string, unknown>[]> {
+    return (await this.call("workspace_export", { query, answer: "lines" })) as unknown as Record<string, unknown>[];
+  }
+
+  /** `POST /import`: an export's JSON Lines (as text), written in one transaction; importing twice changes nothing. */
+  importLines(lines: string, query: QueryParams<"workspace_import"> = {}): Promise<Result<"workspace_import">> {
+    return this.call("workspace_import", { query, text: { body: lines, contentType: "application/x-ndjson" } });
+  }
+
   /** `POST /records/{id}/approve`: write the active successor of a draft. */
   approveRecord(id: string): Promise<Result<"record_approve">> {
     return this.post("record_approve", undefined, { id });
@@ -278,6 +291,8 @@ export const METHOD_OF_OPERATION: { readonly [Id in OperationId]: keyof MemseekC
   record_get: "getRecord",
   record_delete: "deleteRecord",
   entity_erase: "eraseEntity",
+  workspace_export: "exportLines",
+  workspace_import: "importLines",
   record_approve: "approveRecord",
   record_reject: "rejectRecord",
   timeline_list: "timeline",

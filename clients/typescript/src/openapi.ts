@@ -118,6 +118,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export the workspace (or one entity) as JSON Lines
+         * @description A header line, every catalog definition, every record row (all versions, drafts and tombstones) in seq order with its vectors, then an end line. Each definition and record line carries `cursor`; pass the last one kept to resume after it.
+         */
+        get: operations["workspace_export"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/health": {
         parameters: {
             query?: never;
@@ -129,6 +149,26 @@ export interface paths {
         get: operations["health_retrieve"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import an export into this workspace, all or nothing
+         * @description The body is an export of GET /export (Content-Type application/x-ndjson). One import is one transaction; what the workspace already holds identically is left as it is, so a second import of the same export changes nothing. A bad line is refused with its path (`lines[i]...`) and `line` number, and nothing is written.
+         */
+        post: operations["workspace_import"];
         delete?: never;
         options?: never;
         head?: never;
@@ -832,6 +872,23 @@ export interface components {
          * @enum {string}
          */
         HealthStatusEnum: "ok" | "degraded";
+        ImportError: {
+            /** @description What was wrong and what to do instead. */
+            detail: string;
+            /** @description Stable snake_case error code. */
+            error: string;
+            /** @description The export's line (from 1) the problem is on. */
+            line?: number;
+            /** @description Dotted location of the offending value. */
+            path?: string;
+        };
+        ImportResult: {
+            definitions_added: number;
+            definitions_unchanged: number;
+            records_added: number;
+            records_unchanged: number;
+            vectors_added: number;
+        };
         IngestOutcome: {
             /** Format: uuid */
             id: string;
@@ -2413,6 +2470,106 @@ export interface operations {
             };
         };
     };
+    workspace_export: {
+        parameters: {
+            query?: {
+                /** @description The cursor of the last line kept; the export resumes after it. */
+                cursor?: string & unknown;
+                /** @description Export only this entity's records (with the whole catalog). */
+                entity?: string & unknown;
+                format?: "json" | "ndjson";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export, one JSON object a line. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": string;
+                };
+            };
+            /** @description invalid_encoding: the query string is not UTF-8. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/x-ndjson": components["schemas"]["Error"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/x-ndjson": components["schemas"]["Error"];
+                };
+            };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long: the request target passes MAX_URL_BYTES. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                    "application/x-ndjson": components["schemas"]["Error"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     health_retrieve: {
         parameters: {
             query?: never;
@@ -2446,6 +2603,122 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Health"];
+                };
+            };
+        };
+    };
+    workspace_import: {
+        parameters: {
+            query?: {
+                /** @description preserve (default) keeps record ids; remap gives each a new id derived from this workspace and the exported id. */
+                ids?: "preserve" | "remap";
+                /** @description preserve (default) keeps each record's seq; renumber numbers them on from this workspace's last. */
+                seqs?: "preserve" | "renumber";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-ndjson": string;
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportResult"];
+                };
+            };
+            /** @description invalid_encoding: the query string is not UTF-8. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description workspace_setting: a limit stored in the workspace's settings (limits.*) fails its check. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportError"];
+                };
+            };
+            /** @description body_too_large: the body passes MAX_BODY_BYTES. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description uri_too_long: the request target passes MAX_URL_BYTES. */
+            414: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportError"];
+                };
+            };
+            /** @description rate_limited: the key or its workspace sent more requests of this route's class (read, search or bulk) than its rate allows; nothing was done, send it again after Retry-After seconds (also the envelope's retry_after_s). */
+            429: {
+                headers: {
+                    /** @description Whole seconds to wait before sending the request again. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitedError"];
+                };
+            };
+            /** @description deadline_exceeded: the request ran past its route class's deadline (REQUEST_DEADLINE_MS and its overrides); retry after Retry-After. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };
@@ -4917,7 +5190,9 @@ export const operationRoutes = {
     document_history_list: { method: "GET", path: "/document/history" },
     entity_erase: { method: "POST", path: "/erase" },
     evaluate_create: { method: "POST", path: "/evaluate" },
+    workspace_export: { method: "GET", path: "/export" },
     health_retrieve: { method: "GET", path: "/health" },
+    workspace_import: { method: "POST", path: "/import" },
     mcp_create: { method: "POST", path: "/mcp" },
     memory_around_retrieve: { method: "GET", path: "/memory/around" },
     memory_grep_retrieve: { method: "GET", path: "/memory/grep" },

@@ -40,6 +40,10 @@ export interface CallArgs {
   query?: unknown;
   body?: unknown;
   headers?: Record<string, string>;
+  /** A body sent as it is (JSON Lines, say) instead of `body` as JSON, with its content type. */
+  text?: { body: string; contentType: string };
+  /** `"lines"`: the 2xx answer is JSON Lines, decoded to one value per line. */
+  answer?: "json" | "lines";
 }
 
 /** What operation `Id` sends besides its method and path, typed from the document. */
@@ -88,9 +92,10 @@ export class Transport {
     const path = fillPath(template, args.path ?? {});
     const where = `${method} ${path}`;
     const url = this.baseUrl + path + queryString(args.query);
-    const body = args.body === undefined ? undefined : encodeBody(args.body, where);
+    const body = args.text?.body ?? (args.body === undefined ? undefined : encodeBody(args.body, where));
+    const contentType = args.text?.contentType ?? "application/json";
     for (let attempt = 1; ; attempt++) {
-      const request = this.request(url, method, body, args.headers, where);
+      const request = this.request(url, method, body, contentType, args.headers, where);
       let response: Response;
       try {
         response = await this.fetchImpl(request, { signal: AbortSignal.timeout(this.timeoutMs) });
@@ -107,7 +112,7 @@ export class Transport {
       this.rememberPosition(response.headers.get(CONSISTENCY_HEADER));
       const text = await readText(response, where);
       if (response.status < 400) {
-        return decodeBody(response.status, text);
+        return args.answer === "lines" ? decodeLines(response.status, text) : decodeBody(response.status, text);
       }
       const retryAfter = parseRetryAfter(response.headers.get("Retry-After"));
       const delay = idempotent && RETRY_STATUSES.has(response.status)
@@ -120,14 +125,14 @@ export class Transport {
   }
 
   /** The request of one attempt (the consistency token is read afresh for each), checked before it is sent. */
-  private request(url: string, method: string, body: string | undefined, extra: Record<string, string> | undefined,
-                  where: string): Request {
+  private request(url: string, method: string, body: string | undefined, contentType: string,
+                  extra: Record<string, string> | undefined, where: string): Request {
     const headers: Record<string, string> = { ...this.headers, ...(extra ?? {}) };
     if (this.consistencyToken !== null) {
       headers[CONSISTENCY_HEADER] = this.consistencyToken;
     }
     if (body !== undefined) {
-      headers["Content-Type"] = "application/json";
+      headers["Content-Type"] = contentType;
     }
     try {
       return new Request(url, { method, headers, body });
@@ -204,6 +209,11 @@ function decodeBody(status: number, text: string): unknown {
     throw new ResponseShapeError("response_shape", `the body is not JSON: ${(error as Error).message}`, null,
                                  status, {}, { cause: error });
   }
+}
+
+/** A JSON Lines answer: one decoded value per non-empty line. */
+function decodeLines(status: number, text: string): unknown[] {
+  return text.split("\n").filter((line) => line !== "").map((line) => decodeBody(status, line));
 }
 
 function transportFailure(error: unknown, where: string): MemseekError {
