@@ -33,6 +33,8 @@ from django.db import IntegrityError, connection, transaction
 from memseek_site.errors import ApiError
 from memseek_site.parsing import at, fail, parse_list, parse_number, parse_object, parse_string, parse_uuid
 
+from catalog_app.write_locks import workspace_lock_shared
+
 from .erasure import is_erased
 from .models import Feedback, Receipt, RecordUtility
 
@@ -87,24 +89,20 @@ def receipt_feedback_create(*, workspace, receipt_id: uuid.UUID, body) -> tuple[
     feedback with the same payload. Raises ``ApiError`` (``request_schema``,
     ``receipt_not_found``, ``record_not_in_receipt``, ``dedupe_conflict``)."""
     request = parse_feedback_request(body)
-    receipt = Receipt.objects.filter(workspace=workspace, pk=receipt_id).first()
-    if receipt is None:
-        raise ApiError("receipt_not_found", f"No receipt {receipt_id} in this workspace.", path="id")
-    delivered = list(dict.fromkeys(item["id"] for item in receipt.items if not is_erased(item)))
-    record_ids = request.record_ids if request.record_ids is not None else tuple(delivered)
-    if request.record_ids is not None:
-        known = set(delivered)
-        for index, record_id in enumerate(request.record_ids):
-            if record_id not in known:
-                raise ApiError("record_not_in_receipt", f"record {record_id} was not delivered by receipt "
-                               f"{receipt.id}; feedback may name only its delivered records (GET /receipts/"
-                               f"{receipt.id} lists them)", path=at("recordIds", index))
-    if request.dedupe_key is not None:
-        existing = Feedback.objects.filter(receipt=receipt, dedupe_key=request.dedupe_key).first()
-        if existing is not None:
-            return _replayed(existing, request, record_ids), False
     try:
         with transaction.atomic():
+            # The shared workspace lock orders this write after a running erasure (which takes it
+            # exclusively): the receipt read below then shows the records it erased as erased.
+            with connection.cursor() as cursor:
+                workspace_lock_shared(cursor, workspace.pk)
+            receipt = Receipt.objects.filter(workspace=workspace, pk=receipt_id).first()
+            if receipt is None:
+                raise ApiError("receipt_not_found", f"No receipt {receipt_id} in this workspace.", path="id")
+            record_ids = _named_records(receipt, request)
+            if request.dedupe_key is not None:
+                existing = Feedback.objects.filter(receipt=receipt, dedupe_key=request.dedupe_key).first()
+                if existing is not None:
+                    return _replayed(existing, request, record_ids), False
             feedback = Feedback.objects.create(workspace=workspace, receipt=receipt, outcome=request.outcome,
                                                score=request.score, record_ids=list(record_ids),
                                                comment=request.comment, dedupe_key=request.dedupe_key)
@@ -113,11 +111,26 @@ def receipt_feedback_create(*, workspace, receipt_id: uuid.UUID, body) -> tuple[
         # A concurrent call with the same dedupeKey won the race; answer as its replay.
         if request.dedupe_key is None:
             raise
-        existing = Feedback.objects.filter(receipt=receipt, dedupe_key=request.dedupe_key).first()
+        existing = Feedback.objects.filter(receipt_id=receipt_id, dedupe_key=request.dedupe_key).first()
         if existing is None:
             raise
-        return _replayed(existing, request, record_ids), False
+        return _replayed(existing, request, _named_records(existing.receipt, request)), False
     return feedback_payload(feedback, deduplicated=False), True
+
+
+def _named_records(receipt: Receipt, request: FeedbackRequest) -> tuple[str, ...]:
+    """The records the feedback is about: those it names, each one the receipt delivered and not
+    erased since, or else every such record of the receipt."""
+    delivered = list(dict.fromkeys(item["id"] for item in receipt.items if not is_erased(item)))
+    if request.record_ids is None:
+        return tuple(delivered)
+    known = set(delivered)
+    for index, record_id in enumerate(request.record_ids):
+        if record_id not in known:
+            raise ApiError("record_not_in_receipt", f"record {record_id} was not delivered by receipt "
+                           f"{receipt.id} (or was erased since); feedback may name only its delivered records "
+                           f"(GET /receipts/{receipt.id} lists them)", path=at("recordIds", index))
+    return request.record_ids
 
 
 def _replayed(existing: Feedback, request: FeedbackRequest, record_ids: tuple[str, ...]) -> dict:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from django.db import connection, transaction
 
 from ..record_sql import RECORD, source_bytes
+from ..write_locks import workspace_lock_exclusive
 from .compaction import lexical_compact
 from .maintenance import lexical_reconcile
 from .tables import BACKFILL, BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, GROUP_STATS, PENDING, SOURCE_TOTALS
@@ -37,7 +38,7 @@ def lexical_backfill(*, workspace_id: int, batch: int, progress: Callable[[int],
     follows. Returns (documents added, documents removed)."""
     if restart:
         with transaction.atomic(), connection.cursor() as cursor:
-            _lock_workspace(cursor, workspace_id)
+            workspace_lock_exclusive(cursor, workspace_id)
             for table in (PENDING, DOCUMENT, BACKFILL, BLOCK, COMPACTION, CHANGE):
                 cursor.execute(f"DELETE FROM {table} WHERE workspace_id = %s", [workspace_id])
             cursor.execute(f"DELETE FROM {GROUP_STATS} WHERE group_id IN "
@@ -45,7 +46,7 @@ def lexical_backfill(*, workspace_id: int, batch: int, progress: Callable[[int],
     added = removed = 0
     while True:
         with transaction.atomic(), connection.cursor() as cursor:
-            _lock_workspace(cursor, workspace_id)
+            workspace_lock_exclusive(cursor, workspace_id)
             cursor.execute(f"SELECT seq FROM {RECORD} WHERE workspace_id = %s AND seq > coalesce("
                            f"(SELECT last_seq FROM {BACKFILL} WHERE workspace_id = %s), 0) ORDER BY seq LIMIT %s",
                            [workspace_id, workspace_id, batch])
@@ -61,12 +62,6 @@ def lexical_backfill(*, workspace_id: int, batch: int, progress: Callable[[int],
         progress(len(seqs))
     lexical_compact(workspace_id=workspace_id, full=True)
     return added, removed
-
-
-def _lock_workspace(cursor, workspace_id: int) -> None:
-    from ..services.record_ingest import _LOCK_NAMESPACE
-
-    cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_LOCK_NAMESPACE, workspace_id])
 
 
 def _recount_source_totals(cursor, workspace_id: int) -> None:

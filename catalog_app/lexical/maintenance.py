@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 from django.db import connection
 
 from ..record_sql import RECORD, current_in_lane, live, same_lane, source_bytes
+from ..write_locks import entity_locks, workspace_lock_shared
 from .analyzers import Analyzer, maintained_analyzers
 from .compaction import lexical_compaction_due
 from .blocks import packed_rows
@@ -74,16 +75,13 @@ def lexical_records_changed(*, record_ids: Sequence, inserted: bool) -> None:
 def lexical_lock_lanes(*, record_ids: Iterable) -> None:
     """Take the locks ingest takes for keyed writes (the workspace's shared lock, then the entity
     locks, in (workspace, entity) order) for the keyed records among ``record_ids``."""
-    from ..services.record_ingest import _LOCK_NAMESPACE
-
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT DISTINCT workspace_id, entity FROM {RECORD} WHERE id = ANY(%s::uuid[]) "
                        "AND key IS NOT NULL ORDER BY 1, 2", [[str(record_id) for record_id in record_ids]])
         lanes = cursor.fetchall()
         for workspace_id in sorted({workspace_id for workspace_id, _ in lanes}):
-            cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", [_LOCK_NAMESPACE, workspace_id])
-            for entity in sorted(entity for owner, entity in lanes if owner == workspace_id):
-                cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, %s))", [entity, workspace_id])
+            workspace_lock_shared(cursor, workspace_id)
+            entity_locks(cursor, workspace_id, (entity for owner, entity in lanes if owner == workspace_id))
 
 
 def lexical_reconcile(cursor, seqs: Sequence[int]) -> tuple[int, int]:

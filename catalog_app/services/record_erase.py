@@ -36,7 +36,7 @@ from ..lexical.maintenance import lexical_records_erased
 from ..lexical.tables import DOCUMENT
 from ..models import ErasureAudit, Record, RecordEmbedding, ReviewAudit, Workspace
 from ..record_sql import RECORD, id_array
-from .record_ingest import _LOCK_NAMESPACE
+from ..write_locks import workspace_lock_exclusive
 
 _LOCK_TRIES = 5
 _LOCK_PAUSE_S = 0.2
@@ -91,7 +91,7 @@ def records_erase(*, workspace: Workspace, target: ErasureTarget, actor_key_id: 
 
 def _erase(workspace: Workspace, target: ErasureTarget, actor_key_id: int | None) -> ErasureResult:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_LOCK_NAMESPACE, workspace.pk])
+        workspace_lock_exclusive(cursor, workspace.pk)
         ids, seqs = _selection(workspace.pk, target)
         cursor.execute(f"SELECT 1 FROM {RECORD} WHERE seq = ANY(%s::bigint[]) FOR UPDATE NOWAIT", [id_array(seqs)])
         counts = _counts(workspace.pk, ids, seqs, dry_run=False)

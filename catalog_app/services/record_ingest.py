@@ -27,10 +27,8 @@ from ..lexical.maintenance import lexical_records_changed
 from ..models import Workspace
 from ..record_sql import RECORD, current_in_lane
 from .record_input import PreparedRecord, prepare_record
+from ..write_locks import entity_locks, workspace_lock_shared
 from .storage_quota import storage_quota_check
-
-_LOCK_NAMESPACE = 0x4D53  # "MS": advisory-lock class for workspace-wide write locks
-
 
 @dataclass(frozen=True, slots=True)
 class IngestOutcome:
@@ -98,18 +96,10 @@ def record_ingest_batch(*, workspace: Workspace, items) -> IngestResult:
 
 
 def _lock(workspace: Workspace, prepared: list[PreparedRecord]) -> None:
-    """Take the shared workspace lock, then the lock of every keyed entity in Python's sorted
-    order, so two batches sharing entities take them in the same order and never deadlock.
-    The entity locks are one statement: the subquery's ``ORDER BY n`` hands the aggregate the
-    entities in array order (PostgreSQL does not flatten a subquery that has an ORDER BY), and
-    the array order is Python's, whatever the database collation."""
-    entities = sorted({record.entity for record in prepared if record.key is not None})
+    """The write locks (``catalog_app.write_locks``) of the batch's workspace and keyed entities."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", [_LOCK_NAMESPACE, workspace.pk])
-        if entities:
-            cursor.execute("SELECT count(pg_advisory_xact_lock(hashtextextended(s.entity, %s))) FROM "
-                           "(SELECT l.entity FROM unnest(%s::text[]) WITH ORDINALITY AS l(entity, n) ORDER BY l.n) s",
-                           [workspace.pk, entities])
+        workspace_lock_shared(cursor, workspace.pk)
+        entity_locks(cursor, workspace.pk, (record.entity for record in prepared if record.key is not None))
 
 
 def _depths(workspace: Workspace, prepared: list[PreparedRecord]) -> list[int]:

@@ -34,7 +34,8 @@ from memseek_site.errors import ApiError
 from ..catalog.runtime import catalog_for_workspace
 from ..models import Record, ReviewAudit, Workspace
 from ..record_sql import current_in_lane_q, lane_of
-from .record_ingest import _LOCK_NAMESPACE, record_ingest_batch
+from ..write_locks import entity_locks, workspace_lock_shared
+from .record_ingest import record_ingest_batch
 
 _UNREAD_COLUMNS = ("search_vector", "bm25_tf")
 
@@ -130,8 +131,8 @@ def _lock_entity(workspace: Workspace, entity: str) -> None:
     entity lock), so a review and a concurrent write to the same entity serialize and cannot
     deadlock; ingest re-takes them in the same transaction (advisory locks are re-entrant)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock_shared(%s, %s)", [_LOCK_NAMESPACE, workspace.pk])
-        cursor.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, %s))", [entity, workspace.pk])
+        workspace_lock_shared(cursor, workspace.pk)
+        entity_locks(cursor, workspace.pk, [entity])
 
 
 def _active_head(draft: Record) -> Record | None:

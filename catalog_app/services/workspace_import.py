@@ -35,7 +35,8 @@ from ..record_sql import EMBEDDING, RECORD
 from .content_validation import first_field_type_error, first_schema_error, schema_check
 from .embedding_index import embedding_space_ensure_index, embeddings_insert
 from .import_lines import ImportDefinition, ImportDocument, ImportRecord, line_error
-from .record_ingest import _LOCK_NAMESPACE, records_insert_rows
+from ..write_locks import workspace_lock_exclusive
+from .record_ingest import records_insert_rows
 
 ID_CHOICES = ("preserve", "remap")
 SEQ_CHOICES = ("preserve", "renumber")
@@ -68,7 +69,7 @@ def workspace_import(*, workspace: Workspace, document: ImportDocument, ids: str
     with transaction.atomic():
         workspace = Workspace.objects.select_for_update().get(pk=workspace.pk)
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [_LOCK_NAMESPACE, workspace.pk])
+            workspace_lock_exclusive(cursor, workspace.pk)
         added_definitions = _definitions(workspace, document.definitions)
         _settings(workspace, document.settings)
         if added_definitions:

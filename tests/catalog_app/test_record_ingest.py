@@ -10,6 +10,7 @@ from django.utils import timezone as django_timezone
 from catalog_app.catalog.hashing import canonical_json
 from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.models import Record
+from catalog_app.write_locks import WORKSPACE_LOCK_CLASS
 from catalog_app.services import record_ingest
 from catalog_app.services.record_input import prepare_record
 from catalog_app.services.record_ingest import record_ingest_batch
@@ -122,7 +123,7 @@ def test_every_keyed_entity_is_locked_before_the_write(catalog, monkeypatch):
     items.append({"entity": "contact.events-only", "type": "event", "text": "no key, no lock"})
     record_ingest_batch(workspace=catalog, items=items)
     expected = {_entity_lock(entity, catalog.pk) for entity in set(keyed)}
-    expected.add((record_ingest._LOCK_NAMESPACE, catalog.pk, 2))  # the shared workspace lock
+    expected.add((WORKSPACE_LOCK_CLASS, catalog.pk, 2))  # the shared workspace lock
     assert held == [expected]
     assert _entity_lock("contact.events-only", catalog.pk) not in held[0]
 
