@@ -255,10 +255,10 @@ def memos(workspace, count: int) -> list[str]:
             for n in range(count)]
 
 
-def start_with_model(workers, args: tuple = (), **env) -> subprocess.Popen:
+def start_with_model(workers, queues: str | None = None, args: tuple = (), **env) -> subprocess.Popen:
     """Start a worker and wait until its pool process has loaded the model, so that its first
     task reaches the model provider at once."""
-    process = workers.start(args=args, **env)
+    process = workers.start(queues, args=args, **env)
     log = workers.logs[-1]
     wait_for(lambda: "loaded the bundled embedding model" in log.read_text(), 120, "the model to load", [log])
     return process
