@@ -42,6 +42,9 @@ def otel_env(receiver, service: str) -> dict:
 def api_server(catalog, receiver, broker):
     server = Server(workers=1, env={"DATABASE_URL": database_url(dict(connection.settings_dict)),
                                     "CELERY_BROKER_URL": BROKER_URL, "OMP_NUM_THREADS": "1",
+                                    # The model loaded before the server answers, as quickstart does, and
+                                    # a search deadline a busy machine cannot miss: the trace is the point.
+                                    "PRELOAD_EMBEDDING_MODEL": "1", "REQUEST_DEADLINE_SEARCH_MS": "120000",
                                     **otel_env(receiver, API)})
     yield server
     server.stop()
