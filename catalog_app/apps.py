@@ -12,11 +12,13 @@ class CatalogAppConfig(AppConfig):
         from . import metrics_sources  # noqa: F401  registers the backlog gauges of GET /metrics
         from memseek_site.allocator import retain_freed_memory
         from memseek_site.conf import memseek_setting, memseek_settings_check
+        from memseek_site.queues import time_limits_check
 
         from .limits import limits_settings_check
 
         memseek_settings_check()
         limits_settings_check()
+        time_limits_check()
         retain_freed_memory(memseek_setting("MALLOC_RETAIN_BYTES"))
         if memseek_setting("PRELOAD_EMBEDDING_MODEL"):
             from .signals import load_bundled_model

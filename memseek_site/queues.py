@@ -51,18 +51,42 @@ TIME_LIMIT_SETTINGS = {
 PUBLISHED_AT_HEADER = "memseek_published_at"
 
 
+def task_time_limits(name: str) -> tuple[float, float] | None:
+    """The (soft, hard) time limits of task ``name`` from its settings, or None for a task
+    without limits of its own. Raises ``ImproperlyConfigured`` unless 0 < soft <= hard: the
+    prefork pool schedules a task's hard limit only once its soft limit has passed, so a soft
+    limit above the hard one delays the kill to the soft limit, and a soft limit of 0 falls back
+    to the worker's, the largest of all tasks'."""
+    names = TIME_LIMIT_SETTINGS.get(name)
+    if names is None:
+        return None
+    from .conf import memseek_setting
+
+    soft, hard = memseek_setting(names[0]), memseek_setting(names[1])
+    if not 0 < soft <= hard:
+        from django.core.exceptions import ImproperlyConfigured
+
+        raise ImproperlyConfigured(f"{names[0]} must be more than 0 and at most {names[1]} ({hard}), not {soft}")
+    return soft, hard
+
+
+def time_limits_check() -> None:
+    """Read every task's time limits (``task_time_limits``), so a process with a bad pair stops
+    at start (``catalog_app``'s ready) with ``ImproperlyConfigured`` naming the setting."""
+    for name in TIME_LIMIT_SETTINGS:
+        task_time_limits(name)
+
+
 class TaskTimeLimits:
     """A Celery task annotation (``task_annotations``): each task of ``TIME_LIMIT_SETTINGS``
-    gets ``soft_time_limit`` and ``time_limit`` from its settings, read when the app finalises
-    its tasks (a worker reads them as it starts)."""
+    gets ``soft_time_limit`` and ``time_limit`` from its settings (``task_time_limits``), read
+    when the app finalises its tasks (a worker reads them as it starts)."""
 
     def annotate(self, task):
-        names = TIME_LIMIT_SETTINGS.get(task.name)
-        if names is None:
+        limits = task_time_limits(task.name)
+        if limits is None:
             return None
-        from .conf import memseek_setting
-
-        return {"soft_time_limit": memseek_setting(names[0]), "time_limit": memseek_setting(names[1])}
+        return {"soft_time_limit": limits[0], "time_limit": limits[1]}
 
 
 @worker_init.connect(dispatch_uid="memseek_site.queues.enable_pool_time_limits")
@@ -70,13 +94,13 @@ def enable_pool_time_limits(sender=None, **kwargs):
     """A prefork pool enforces a task's own limits only when the worker has limits of its own
     (billiard starts its time-out handler only then), so a worker started without
     ``--time-limit``/``--soft-time-limit`` gets the largest of the task limits as its defaults.
-    ``worker_init`` comes after the worker read its defaults and before it builds its pool."""
-    from .conf import memseek_setting
-
+    ``worker_init`` comes after the worker read its defaults and before it builds its pool, so a
+    worker with invalid limits stops here, at start, naming the setting."""
+    limits = [task_time_limits(name) for name in TIME_LIMIT_SETTINGS]
     if getattr(sender, "time_limit", None) is None:
-        sender.time_limit = max(memseek_setting(hard) for _, hard in TIME_LIMIT_SETTINGS.values())
+        sender.time_limit = max(hard for _, hard in limits)
     if getattr(sender, "soft_time_limit", None) is None:
-        sender.soft_time_limit = max(memseek_setting(soft) for soft, _ in TIME_LIMIT_SETTINGS.values())
+        sender.soft_time_limit = max(soft for soft, _ in limits)
 
 
 @before_task_publish.connect(dispatch_uid="memseek_site.queues.stamp_publication_time")

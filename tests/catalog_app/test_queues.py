@@ -15,7 +15,8 @@ from catalog_app.models import DeadLetter, Record, RecordEmbedding
 from memseek_site.queues import ENRICHMENT, LEXICAL
 from tests.catalog_app.factories import pending_record
 from tests.catalog_app.test_worker import (  # noqa: F401  fixtures
-    BROKER_URL, TASK, broker, chat_server, llm_workspace, producer, ready, release_hang, wait_for, workers,
+    BROKER_URL, TASK, broker, chat_server, llm_workspace, producer, ready, release_hang, start_with_model, wait_for,
+    workers,
 )
 
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
@@ -44,8 +45,10 @@ def test_a_poison_task_is_dead_lettered_and_the_queue_behind_it_drains(catalog, 
 @pytest.mark.model
 def test_a_task_past_its_hard_time_limit_is_dead_lettered(llm_workspace, workers, producer, broker, chat_server):
     hung = str(pending_record(llm_workspace, collection="memos", text="The model never answers this one.").id)
-    workers.start(queues="enrichment,maintenance", ENRICH_TIME_LIMIT_S=5, ENRICH_SOFT_TIME_LIMIT_S=5,
-                  **NO_RECOVERY)
+    # The model loaded first, and limits long enough for the task to reach its chat call on a busy
+    # machine (the embedding comes before it): the hang, not the embedding, must overrun them.
+    start_with_model(workers, queues="enrichment,maintenance", ENRICH_TIME_LIMIT_S=15, ENRICH_SOFT_TIME_LIMIT_S=15,
+                     **NO_RECOVERY)
     producer.send_task(TASK, args=[[hung]])
     assert chat_server.hang_started.wait(60), "the worker never called the model"
     wait_for(lambda: DeadLetter.objects.exists(), 60, "the dead letter of the hung task", workers.logs)

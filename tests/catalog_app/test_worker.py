@@ -75,8 +75,9 @@ class Workers:
         self.running: list[subprocess.Popen] = []
         self.logs: list[Path] = []
 
-    def start(self, queues: str | None = None, **env) -> subprocess.Popen:
-        """Start a worker consuming ``queues`` (comma-separated; default every queue)."""
+    def start(self, queues: str | None = None, args: tuple = (), **env) -> subprocess.Popen:
+        """Start a worker consuming ``queues`` (comma-separated; default every queue), with the
+        extra command-line ``args``."""
         log = self.directory / f"worker-{len(self.logs) + 1}.log"
         self.logs.append(log)
         environment = {**os.environ, "DATABASE_URL": database_url(), "CELERY_BROKER_URL": BROKER_URL,
@@ -87,7 +88,7 @@ class Workers:
                 [sys.executable, "-m", "celery", "-A", "memseek_site", "worker", "--loglevel=INFO",
                  "--concurrency=1", "--pool=prefork", f"--hostname=test-{uuid.uuid4().hex[:8]}@%h",
                  "--without-gossip", "--without-mingle", "--without-heartbeat",
-                 *([f"--queues={queues}"] if queues else [])],
+                 *([f"--queues={queues}"] if queues else []), *args],
                 cwd=PROJECT, env=environment, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
         self.running.append(process)
         wait_for(lambda: " ready." in log.read_text() or process.poll() is not None, 60, "the worker to start",
@@ -254,10 +255,10 @@ def memos(workspace, count: int) -> list[str]:
             for n in range(count)]
 
 
-def start_with_model(workers, **env) -> subprocess.Popen:
+def start_with_model(workers, queues: str | None = None, args: tuple = (), **env) -> subprocess.Popen:
     """Start a worker and wait until its pool process has loaded the model, so that its first
     task reaches the model provider at once."""
-    process = workers.start(**env)
+    process = workers.start(queues, args=args, **env)
     log = workers.logs[-1]
     wait_for(lambda: "loaded the bundled embedding model" in log.read_text(), 120, "the model to load", [log])
     return process
