@@ -74,7 +74,11 @@ class Server:
                         # As quickstart: the API's own MAX_URL_BYTES answers an over-long URL (414 in the
                         # envelope), not gunicorn's 8,190-byte request-line limit (an HTML page).
                         "--limit-request-line", "0"]
-        self.process = subprocess.Popen(self.command, cwd=ROOT, env={**os.environ, **env}, stdout=self.log,
+        environment = {**os.environ, **env}
+        # As quickstart: the model loads before the worker takes traffic, so the first search's
+        # deadline is not spent loading it (a caller may say otherwise).
+        environment.setdefault("PRELOAD_EMBEDDING_MODEL", "true")
+        self.process = subprocess.Popen(self.command, cwd=ROOT, env=environment, stdout=self.log,
                                         stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 180
         while True:
