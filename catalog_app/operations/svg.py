@@ -14,7 +14,7 @@ from datetime import datetime
 from django.utils.html import escape
 
 WIDTH, HEIGHT = 560, 200
-LEFT, RIGHT, TOP, BOTTOM = 52, 12, 10, 24
+LEFT, RIGHT, TOP, BOTTOM = 70, 12, 10, 24
 PALETTE = 8
 
 
@@ -36,7 +36,8 @@ def nice_ceiling(value: float) -> float:
 
 
 def _number(value: float) -> str:
-    return f"{value:g}" if value < 10_000 else f"{value:.3g}"
+    """Up to three significant digits below 1,000, whole numbers with thousands separators above."""
+    return f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
 
 
 def line_chart(*, name: str, minutes: Sequence[datetime], series: Sequence[Series], unit: str) -> str:

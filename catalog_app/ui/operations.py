@@ -28,6 +28,7 @@ def operations(request):
     routes = route_hours(now=now)
     plotted = routes[:PLOTTED_ROUTES]
     lag = ingest_lag(now=now)
+    collections = records_per_collection(now=now)
     queues, backlog, degraded = health_checks()
     queue_rows = [(name, figures) for name, figures in queues.items() if isinstance(figures, dict)]
     charts = {
@@ -39,7 +40,7 @@ def operations(request):
                           series=[Series("p50", tuple(m.p50_s for m in lag)),
                                   Series("p95", tuple(m.p95_s for m in lag))]),
         "records": line_chart(name="chart-records", minutes=minutes, unit="",
-                              series=[Series(s.label, s.totals) for s in records_per_collection(now=now)]),
+                              series=[Series(s.label, s.totals) for s in collections]),
         "queues": bar_chart(name="chart-queues", unit="",
                             bars=[(name, figures["depth"]) for name, figures in queue_rows]),
     }
@@ -48,7 +49,7 @@ def operations(request):
         "charts": {key: mark_safe(svg) for key, svg in charts.items()},  # noqa: S308  every label is escaped in svg
         "routes": [{"route": r, "p50": format_ms(r.p50_ms), "p95": format_ms(r.p95_ms), "colour": index}
                    for index, r in enumerate(routes)],
-        "plotted": len(plotted),
+        "plotted": len(plotted), "collections": [s.label for s in collections],
         "queues": queues, "queue_rows": queue_rows, "backlog": backlog, "degraded": degraded,
         "written": sum(m.written for m in lag), "ready": sum(m.ready for m in lag),
     })
