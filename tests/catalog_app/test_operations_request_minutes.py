@@ -7,11 +7,14 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from catalog_app.operations.models import RequestMinute
-from catalog_app.operations.request_minutes import KEEP, RequestMinuteBuffer, minute_of, request_minutes_write
+from catalog_app.operations.request_minutes import (
+    BUFFER, KEEP, RequestMinuteBuffer, minute_of, request_minutes_write,
+)
 from catalog_app.operations.selectors import WINDOW_MINUTES, hour_minutes, route_hours
 from tests.catalog_app.test_operations_latency import oracle_bound_ms
 
@@ -97,8 +100,9 @@ def test_a_buffer_is_taken_only_when_its_interval_passed():
     assert buffer.take_if_due(0) == {}
 
 
-def test_requests_through_the_middleware_reach_the_table(api, workspace, settings):
+def test_requests_through_the_middleware_reach_the_table(transactional_db, api, workspace, settings):
     settings.MEMSEEK = {**getattr(settings, "MEMSEEK", {}), "OPERATIONS_FLUSH_S": 0}
+    BUFFER.take_if_due(0)
     RequestMinute.objects.all().delete()
     assert api.get("/health").status_code == 200
     assert api.get("/records/not-a-uuid").status_code == 422
@@ -111,8 +115,10 @@ def test_requests_through_the_middleware_reach_the_table(api, workspace, setting
     assert math.isfinite(rows["GET /health"].p95_ms)
 
 
-def test_a_failing_write_is_dropped_and_the_request_still_answers(api, workspace, settings, caplog):
+def test_a_failing_write_is_dropped_and_the_request_still_answers(transactional_db, api, workspace, settings,
+                                                                   caplog):
     settings.MEMSEEK = {**getattr(settings, "MEMSEEK", {}), "OPERATIONS_FLUSH_S": 0}
+    BUFFER.take_if_due(0)
     with connection.cursor() as cursor:
         cursor.execute(f"ALTER TABLE {RequestMinute._meta.db_table} RENAME TO request_minute_gone")
     try:
@@ -123,6 +129,19 @@ def test_a_failing_write_is_dropped_and_the_request_still_answers(api, workspace
     assert "request minutes failed" in caplog.text
     assert api.get("/health").status_code == 200
     assert route_hours(now=timezone.now())[0].requests == 1  # only the second request; the first was dropped
+
+
+def test_inside_a_transaction_around_the_request_the_counts_wait(api, workspace, settings):
+    settings.MEMSEEK = {**getattr(settings, "MEMSEEK", {}), "OPERATIONS_FLUSH_S": 0}
+    BUFFER.take_if_due(0)
+    RequestMinute.objects.all().delete()
+    assert connection.in_atomic_block  # the test's own transaction
+    with CaptureQueriesContext(connection) as captured:
+        assert api.get("/health").status_code == 200
+    assert captured.captured_queries and not any(RequestMinute._meta.db_table in query["sql"]
+                                                 for query in captured.captured_queries)
+    assert RequestMinute.objects.count() == 0
+    assert [key[1:] for key in BUFFER.take_if_due(0)] == [("/health", "GET")]
 
 
 @pytest.mark.parametrize("route", ["/records/<str:id>", "<script>alert(1)</script>"])
