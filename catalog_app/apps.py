@@ -10,6 +10,7 @@ class CatalogAppConfig(AppConfig):
         from .catalog import families  # noqa: F401  registers the collection/processor/model families
         from . import signals  # noqa: F401  worker recovery of pending records, pool process set-up
         from . import metrics_sources  # noqa: F401  registers the backlog gauges of GET /metrics
+        from .operations import request_minutes  # noqa: F401  counts requests for the Operations page
         from memseek_site.allocator import retain_freed_memory
         from memseek_site.conf import memseek_setting, memseek_settings_check
         from memseek_site.queues import time_limits_check

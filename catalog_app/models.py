@@ -9,7 +9,7 @@ Catalog definitions are immutable per (family, name, version); only ``active`` f
 import uuid
 
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.indexes import BrinIndex, GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from django.db.models import Q
@@ -155,6 +155,9 @@ class Record(models.Model):
             # skip the other collections' newer ones in the index, without reading their rows.
             models.Index(fields=["workspace", "-occurred_at", "-seq", "collection"], name="record_recent"),
             models.Index(fields=["seq"], condition=Q(enriched_at__isnull=True), name="record_pending"),
+            # The Operations page's last hour of writes (ingest-to-ready lag, records over time):
+            # rows arrive in created_at order, so a block range index is small and cheap to keep.
+            BrinIndex(fields=["created_at"], name="record_created_brin"),
             GinIndex(fields=["derived_from"], name="record_derived_from"),
             GinIndex(fields=["search_vector"], name="record_search_vector"),
         ]
@@ -307,3 +310,4 @@ from .lexical.models import (  # noqa: E402,F401
     LexicalBackfill, LexicalBlock, LexicalChange, LexicalCompaction, LexicalDocument, LexicalGroup,
     LexicalGroupStats, LexicalPending, LexicalSourceTotals,
 )
+from .operations.models import RequestMinute  # noqa: E402,F401

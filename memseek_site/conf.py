@@ -137,6 +137,9 @@ DEFAULTS: dict[str, object] = {
     # MCP: the browser origins allowed to call /mcp, comma-separated (requests without Origin pass)
     "MCP_ALLOWED_ORIGINS": "",
     # GET /metrics (docs/metrics.md): off unless enabled, and then only with this bearer key
+    # The console's Operations page: how often each process adds its request counts to the
+    # shared table (catalog_app.operations.request_minutes); 0 writes after every request
+    "OPERATIONS_FLUSH_S": 10,
     "METRICS_ENABLED": False,
     "METRICS_KEY": "",
     # Model providers (embeddings over HTTP, chat completions)

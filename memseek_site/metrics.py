@@ -12,6 +12,11 @@ the process that answers, and multiprocess mode needs no gauge files. An app reg
 sources with ``gauge_source`` in its ``AppConfig.ready()``, since this module (the lowest floor)
 imports no app. A source that fails is left out of that scrape and counted in
 ``memseek_metrics_source_errors_total``; the scrape itself never fails because of one.
+
+A *request observer* is told of every answered request (route pattern, method, status,
+seconds) by the same middleware that times it for Prometheus, so the console's per-route
+figures are the same measurement, not a second timing system; apps register theirs with
+``request_observer``. An observer that raises is logged and the request still answers.
 """
 from __future__ import annotations
 
@@ -58,6 +63,26 @@ def model_call_counted(kind: str, provider: str) -> Iterator[None]:
         MODEL_CALLS.labels(kind, provider, getattr(error, "code", None) or "error").inc()
         raise
     MODEL_CALLS.labels(kind, provider, "ok").inc()
+
+
+RequestObserver = Callable[[str, str, int, float], None]
+_REQUEST_OBSERVERS: list[RequestObserver] = []
+
+
+def request_observer(observe: RequestObserver) -> RequestObserver:
+    """Decorator: call ``observe(route, method, status, seconds)`` after every answered request."""
+    if observe not in _REQUEST_OBSERVERS:
+        _REQUEST_OBSERVERS.append(observe)
+    return observe
+
+
+def request_observed(route: str, method: str, status: int, seconds: float) -> None:
+    """Tell every request observer of one answered request; one that raises is logged, skipped."""
+    for observe in list(_REQUEST_OBSERVERS):
+        try:
+            observe(route, method, status, seconds)
+        except Exception:  # the request was answered; its bookkeeping must not fail it
+            logger.exception("request observer %s failed", getattr(observe, "__qualname__", observe))
 
 
 @dataclass(frozen=True, slots=True)

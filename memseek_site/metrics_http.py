@@ -17,7 +17,8 @@ from django.http import HttpResponse, JsonResponse
 
 from .conf import memseek_setting
 from .errors import ApiError
-from .metrics import HTTP_DB_DURATION, HTTP_DB_STATEMENTS, HTTP_DURATION, HTTP_REQUESTS, ROUTE_UNMATCHED, scrape
+from .metrics import (HTTP_DB_DURATION, HTTP_DB_STATEMENTS, HTTP_DURATION, HTTP_REQUESTS, ROUTE_UNMATCHED,
+                      request_observed, scrape)
 
 
 # A client may send any method token; only these become label values, so no caller can grow
@@ -64,6 +65,8 @@ class RequestMetricsMiddleware:
         HTTP_DURATION.labels(*labels).observe(elapsed)
         HTTP_DB_DURATION.labels(route).observe(timer.seconds)
         HTTP_DB_STATEMENTS.labels(route).observe(timer.statements)
+        # After the statement timer: an observer's own statements are not the request's.
+        request_observed(route, method, response.status_code, elapsed)
         return response
 
 

@@ -2,10 +2,11 @@
 the one ``console`` URL namespace, beside search_app's playground."""
 from django.urls import path
 
-from . import views
+from . import operations, views
 
 urlpatterns = [
     path("", views.console_index, name="index"),
+    path("operations", operations.operations, name="operations"),
     path("<str:workspace>/drafts", views.drafts, name="drafts"),
     path("<str:workspace>/drafts/<uuid:record_id>/approve", views.draft_decide, {"decision": "approve"},
          name="draft-approve"),

@@ -61,7 +61,7 @@ def _positive_int(value, default: int = 1) -> int:
 def console_index(request):
     workspaces = Paginator(Workspace.objects.order_by("name"), WORKSPACES_PER_PAGE)
     page = workspaces.get_page(request.GET.get("page"))
-    return render(request, "console/index.html", {"page": page})
+    return render(request, "console/index.html", {"page": page, "tab": "workspaces"})
 
 
 @staff_member_required

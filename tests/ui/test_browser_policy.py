@@ -18,7 +18,8 @@ def test_no_screen_breaks_the_policy_and_the_styles_apply(page, acme):
     violations = []
     page.on("console", lambda message: violations.append(message.text)
             if "Content Security Policy" in message.text else None)
-    for screen in ("", "acme/drafts", "acme/records", "acme/definitions", "acme/playground", "acme/keys"):
+    for screen in ("", "operations", "acme/drafts", "acme/records", "acme/definitions", "acme/playground",
+                   "acme/keys"):
         response = page.goto(f"/console/{screen}")
         assert "default-src 'self'" in response.headers["content-security-policy"]
         assert page.evaluate("getComputedStyle(document.querySelector('header.top')).backgroundColor") \
