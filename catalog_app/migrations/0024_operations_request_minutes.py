@@ -10,8 +10,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('catalog_app', '0022_erasure_audit'),
-        ('catalog_app', '0022_workspace_stored_bytes'),
+        ('catalog_app', '0023_erasure_audit'),
     ]
 
     operations = [
