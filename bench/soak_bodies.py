@@ -31,7 +31,7 @@ HEADERS = {"mcp": MCP_HEADERS, "import": NDJSON}
 # Every POST route, in the URLconf's syntax.
 POST_ROUTES = ("records", "records/<str:id>/approve", "records/<str:id>/reject", "search", "search/lexical",
                "views/<str:name>/query", "retrieve", "receipts/<str:id>/feedback", "evaluate", "memory/search",
-               "mcp", "import")
+               "mcp", "import", "erase")
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +159,13 @@ def well_formed(route: str, context: FuzzContext) -> st.SearchStrategy[tuple[str
     if route == "import":
         return st.tuples(st.sampled_from(["/import?ids=remap", "/import?ids=remap&seqs=renumber"]),
                          st.lists(_export_record(entity), min_size=1, max_size=3).map(_export_lines))
+    if route == "erase":
+        # A dry run of any entity; a real erasure only of an entity the soak itself wrote, so the
+        # records the other routes name stay.
+        dry = st.fixed_dictionaries({"entity": entity, "dry_run": st.just(True)},
+                                    optional={"collection": st.just("main")})
+        real = st.fixed_dictionaries({"entity": token("soak.fuzz.")}, optional={"dry_run": st.just(False)})
+        return st.tuples(st.just("/erase"), st.one_of(dry, real))
     raise ValueError(f"no well-formed bodies for route {route!r}")
 
 
