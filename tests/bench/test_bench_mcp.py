@@ -37,8 +37,10 @@ def test_bench_mcp_writes_each_call_beside_the_rest_call(tmp_path, monkeypatch):
     assert results["environment"]["machine"]["cores"] and results["config"]["queries"] == 2
     assert "÷ rest (p50)" in (tmp_path / "mcp.md").read_text()
     start = results["stdio_start"]
-    for name in ("bridge_initialize", "sdk_import", "django_setup"):
+    for name in ("bridge_initialize", "bridge_tools_list", "http_initialize", "sdk_import", "django_setup"):
         assert start[name]["n"] == 1 and positive(start[name]["p50_ms"])
-    assert positive(start["ratio_p50_to_sdk_import"]) and positive(start["ratio_p50_to_django_setup"])
+    for name in ("http_initialize", "sdk_import", "django_setup"):
+        assert positive(start[f"ratio_p50_to_{name}"])
     assert start["target"]["met"] is (start["bridge_initialize"]["p50_ms"] <= 2000)
-    assert "stdio bridge start" in (tmp_path / "mcp.md").read_text()
+    report = (tmp_path / "mcp.md").read_text()
+    assert "stdio bridge start" in report and "`tools/list` answer" in report and "`initialize` on /mcp" in report
