@@ -61,6 +61,8 @@ def realistic(tool: dict, index: int, pools: Pools) -> dict:
     properties = schema.get("properties", {})
     destructive = tool["annotations"].get("destructiveHint", False)
     names = list(schema.get("required", []))
+    # One of alternatives (an ingest tool over a projected collection takes text or content): the first.
+    names += next((option.get("required", []) for option in schema.get("anyOf", [])), [])
     if tool["kind"] == "ingest":
         names.append("dedupe_key")
     if index % 2 == 0 and "entity" in properties:
