@@ -24,10 +24,6 @@ from .mcp_live import ROOT, live  # noqa: F401 (the fixture)
 pytestmark = pytest.mark.model
 MCP_PAGE = ROOT / "docs" / "api" / "mcp-tools.md"
 OPENAPI = ROOT / "docs" / "openapi.json"
-# The sweep checks what clients get, not how fast: on a machine the whole suite shares, a slow
-# answer must not become a 503 deadline_exceeded (a realistic call refused).
-LIVE_ENV = {"REQUEST_DEADLINE_MS": "120000", "REQUEST_DEADLINE_SEARCH_MS": "120000",
-            "REQUEST_DEADLINE_BULK_MS": "120000"}
 
 
 def rest(service, method: str, path: str, body=None):
