@@ -96,7 +96,7 @@ async def measure(url: str, key: str, items: list[dict], iterations: int) -> dic
                 payload = response.json()
             elif name == "mcp_sdk":
                 result = await session.call_tool(VIEW, arguments)
-                assert not result.is_error, result.structured_content
+                assert not result.is_error, result.content
                 payload = result.structured_content
             else:
                 response = await plain.post("/mcp", json=rpc_message(arguments, index), headers=mcp_headers)
