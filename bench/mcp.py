@@ -21,7 +21,8 @@ query to query, on a new connection each (gunicorn's sync workers close every co
 
 Every MCP answer is checked to carry the REST answer's hits. Then ``--starts`` starts of the
 stdio bridge against the same server (``bench/mcp_start.py``: spawn to ``initialize`` answer,
-beside importing the SDK and setting Django up). Writes ``mcp.json`` and ``mcp.md`` to ``--out``
+then the first ``tools/list``, beside an ``initialize`` posted to ``/mcp``, importing the SDK and
+setting Django up). Writes ``mcp.json`` and ``mcp.md`` to ``--out``
 (default bench/results). Targets: ``mcp_sdk`` p50 at most 1.2 times ``rest`` p50; the bridge's
 ``initialize`` p50 under 2 s on an idle machine.
 """
@@ -95,7 +96,7 @@ async def measure(url: str, key: str, items: list[dict], iterations: int) -> dic
                 payload = response.json()
             elif name == "mcp_sdk":
                 result = await session.call_tool(VIEW, arguments)
-                assert not result.is_error, result.structured_content
+                assert not result.is_error, result.content
                 payload = result.structured_content
             else:
                 response = await plain.post("/mcp", json=rpc_message(arguments, index), headers=mcp_headers)

@@ -51,10 +51,12 @@ def route_input_schema(method: str, template: str, *, fixed: tuple[str, ...] = (
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
-def route_output_schema(method: str, template: str) -> dict | None:
+def route_output_schema(method: str, template: str, document: dict | None = None) -> dict | None:
     """The JSON body ``method template`` answers on success (its first documented 2xx with an
-    ``application/json`` schema), references inlined; ``None`` when the document has none."""
-    document = _openapi()
+    ``application/json`` schema), references inlined; ``None`` when the document has none.
+    ``document``: another OpenAPI document to read it from (the checked-in one), else this
+    build's."""
+    document = _openapi() if document is None else document
     operation = document.get("paths", {}).get(template, {}).get(method.lower())
     if operation is None:
         return None

@@ -4,11 +4,11 @@ stdio) and call the tool's REST route through ``routes``.
 
 A tool call never reaches the database by itself: it becomes one request to the route its
 listing names (``request_for``), and the route's answer becomes the result, its JSON as text and
-as ``structuredContent``. An HTTP error becomes a result with ``isError: true`` carrying the
-error envelope (``error``, ``detail``, ``path``) and the status, its ``path`` naming the tool's
-argument (an ingest tool's ``records[0].text`` is its argument ``text``). A tool missing from
-the current listing is the JSON-RPC error the specification lists for an unknown tool (-32602
-Invalid params), even when the client cached an older list.
+as ``structuredContent``. An HTTP error becomes a result with ``isError: true`` whose text is
+the error envelope (``error``, ``detail``, ``path``) and the status (``error_result``), its
+``path`` naming the tool's argument (an ingest tool's ``records[0].text`` is its argument
+``text``). A tool missing from the current listing is the JSON-RPC error the specification lists
+for an unknown tool (-32602 Invalid params), even when the client cached an older list.
 
 Nothing here imports Django, DRF or Celery at load time (``memseek_site.errors`` is imported
 where a call is refused, ``_api_error``): the stdio bridge runs this module without them.
@@ -134,10 +134,12 @@ async def tool_call(routes, listing: dict, name: str, arguments) -> types.CallTo
 
 
 def error_result(envelope: dict, status: int) -> types.CallToolResult:
-    """A failed call: the error envelope (plus the HTTP ``status``) as text and structured content."""
+    """A failed call: the error envelope (plus the HTTP ``status``) as its text, without
+    ``structuredContent``: clients built on the TypeScript SDK (the MCP Inspector among them)
+    check any ``structuredContent`` against the tool's ``outputSchema`` (the success body) even
+    on an error result, and would report a schema failure instead of the route's error."""
     carried = {**envelope, "status": status}
-    return types.CallToolResult(content=[types.TextContent(type="text", text=_json(carried))],
-                                structured_content=carried, is_error=True)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=_json(carried))], is_error=True)
 
 
 def _as_arguments(envelope: dict) -> dict:

@@ -185,7 +185,7 @@ def check_mcp_tool_call(api, world):
 
     missing = str(uuid.uuid4())
     got, expected = tool("open_record", {"id": world["a_ids"][0]}), tool("open_record", {"id": missing})
-    assert got["isError"] and got["structuredContent"]["error"] == "record_not_found"
+    assert got["isError"] and json.loads(got["content"][0]["text"])["error"] == "record_not_found"
     assert json.loads(json.dumps(got).replace(world["a_ids"][0], missing)) == expected
     phrase = {"q": "Maria budget Q3 review 7"}
     assert tool("grep", phrase, client=world["a_api"])["structuredContent"]["found"] == 1  # A's own words

@@ -4,6 +4,7 @@ workspace ``demo``), a second workspace ``other`` with a declaration of its own,
 serving both on a free loopback port."""
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -24,6 +25,19 @@ OTHER_DECLARATION = {
     "name": "other", "version": 1, "active": True, "title": "Other tools", "instructions": "Only records.",
     "tools": [{"name": "open_record", "kind": "record", "description": "Open one record."},
               {"name": "search_memory", "kind": "retrieve", "description": "Recall."}]}
+
+
+# These tests check what clients get, not how fast: on a machine the whole suite shares, a cold
+# first query (the model loading) must not become a 503 deadline_exceeded.
+LIVE_DEADLINES = {"REQUEST_DEADLINE_MS": "120000", "REQUEST_DEADLINE_SEARCH_MS": "120000",
+                  "REQUEST_DEADLINE_BULK_MS": "120000"}
+
+
+def envelope(result) -> dict:
+    """A failed tool call's error envelope (and ``status``), carried as its text only: no
+    ``structuredContent``, which clients check against the tool's success schema."""
+    assert result.is_error and result.structured_content is None, result
+    return json.loads(result.content[0].text)
 
 
 @dataclass
@@ -51,8 +65,11 @@ class Live:
 
 
 @pytest.fixture(scope="module")
-def live(tmp_path_factory):
+def live(tmp_path_factory, request):
+    """The live service; ``LIVE_DEADLINES`` and a module's ``LIVE_ENV`` (settings as environment
+    variables) are added to the environment of every process it starts."""
     with scratch_database("mcp_live") as env:
+        env.update(LIVE_DEADLINES, **getattr(request.module, "LIVE_ENV", {}))
         prepared = subprocess.run([sys.executable, "manage.py", "quickstart", "--no-serve"], cwd=ROOT, env=env,
                                   capture_output=True, text=True, timeout=600)
         assert prepared.returncode == 0, prepared.stdout + prepared.stderr

@@ -15,6 +15,7 @@ from catalog_app.services.workspaces import api_key_create
 from retrieval_app.models import Feedback
 from tests.conftest import EXAMPLE_CATALOG
 from tests.memseek_site.test_cross_workspace import mcp, write
+from tests.retrieval_app.test_mcp_endpoint import failure
 
 pytestmark = pytest.mark.django_db
 
@@ -69,7 +70,7 @@ def test_forget_erases_the_entity_in_its_collection_only(catalog, api):
 def test_bad_forget_arguments_are_an_error_result_naming_them_and_erase_nothing(catalog, api, arguments, path):
     kept = _write(api, {"entity": "contact.zed", "collection": "main", "type": "note", "text": "Zed note"})
     result = _call(api, "forget", arguments)
-    assert result["isError"] and result["structuredContent"]["path"] == path
+    assert failure(result)["path"] == path
     assert Record.objects.filter(pk__in=kept).exists()
 
 
@@ -78,8 +79,8 @@ def test_forget_needs_the_write_capability(catalog, api):
     reader = APIClient()
     reader.credentials(HTTP_AUTHORIZATION=f"Bearer {api_key_create(workspace=catalog, capabilities=['read'])}")
     result = _call(reader, "forget", {"entity": "contact.zed"})
-    assert result["isError"] and result["structuredContent"]["error"] == "capability_missing"
-    assert result["structuredContent"]["status"] == 403 and Record.objects.filter(pk__in=kept).exists()
+    assert failure(result)["error"] == "capability_missing"
+    assert failure(result)["status"] == 403 and Record.objects.filter(pk__in=kept).exists()
 
 
 @pytest.mark.model
@@ -91,11 +92,11 @@ def test_feedback_takes_the_receipt_id_search_memory_returned(catalog, api):
     assert not rated["isError"] and rated["structuredContent"]["receiptId"] == receipt
     assert Feedback.objects.get().outcome == "success"
     missing = _call(api, "rate_context", {"outcome": "success"})
-    assert missing["isError"] and missing["structuredContent"]["path"] == "receiptId"
+    assert failure(missing)["path"] == "receiptId"
     wrong = _call(api, "rate_context", {"receiptId": receipt, "outcome": "great"})
-    assert wrong["isError"] and wrong["structuredContent"]["path"] == "outcome"
+    assert failure(wrong)["path"] == "outcome"
     unknown = _call(api, "rate_context", {"receiptId": "00000000-0000-0000-0000-000000000000", "outcome": "success"})
-    assert unknown["isError"] and unknown["structuredContent"]["error"] == "receipt_not_found"
+    assert failure(unknown)["error"] == "receipt_not_found"
     assert Feedback.objects.count() == 1
 
 
@@ -113,7 +114,7 @@ def test_a_forget_tool_bound_to_an_entity_scope_forgets_nothing_outside_it(catal
     assert listed["input_schema"]["properties"]["entity"]["pattern"] == r"^contact\."
     account = _write(api, {"entity": "account.zed", "collection": "main", "type": "note", "text": "Zed account"})
     refused = _call(api, "forget_contact", {"entity": "account.zed"})
-    assert refused["isError"] and refused["structuredContent"]["path"] == "entity"
+    assert failure(refused)["path"] == "entity"
     assert Record.objects.filter(pk__in=account).exists()
     contact = _write(api, {"entity": "contact.zed", "collection": "main", "type": "note", "text": "Zed contact"})
     assert _call(api, "forget_contact", {"entity": "contact.zed"})["structuredContent"]["counts"]["records"] == 1

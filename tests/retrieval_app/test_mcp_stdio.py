@@ -16,7 +16,7 @@ import httpx
 import pytest
 from mcp import Client, StdioServerParameters
 
-from .mcp_live import OTHER_DECLARATION, ROOT, live  # noqa: F401 (the fixture)
+from .mcp_live import OTHER_DECLARATION, ROOT, envelope, live  # noqa: F401 (the fixture)
 from tests.conftest import EXAMPLE_TOOL_NAMES
 
 pytestmark = pytest.mark.model
@@ -144,7 +144,7 @@ def test_503s_at_start_up_and_mid_session_are_retried(live, proxy):
 
     listed, result = run(host_client(readme_stdio_configuration(), proxy.url, live.demo_key), steps)
     assert listed[0] == "customer_context"
-    assert not result.is_error, result.structured_content
+    assert not result.is_error, result.content
     assert proxy.fail == 0 and sum(1 for entry in proxy.log if entry[2] == 503) == 5
 
 
@@ -159,7 +159,7 @@ def test_a_503_beyond_the_retry_budget_is_a_tool_error_not_a_dead_bridge(live, p
 
     failed, recovered = run(host_client(readme_stdio_configuration(), proxy.url, live.demo_key), steps)
     assert proxy.fail == 0 and sum(1 for entry in proxy.log if entry[2] == 503) == 12
-    assert failed.is_error and failed.structured_content["status"] == 503
+    assert envelope(failed)["status"] == 503
     assert not recovered.is_error
 
 

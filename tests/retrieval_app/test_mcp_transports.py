@@ -15,7 +15,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from .mcp_live import OTHER_DECLARATION, ROOT, live  # noqa: F401 (the fixture)
+from .mcp_live import OTHER_DECLARATION, ROOT, envelope, live  # noqa: F401 (the fixture)
 from tests.conftest import EXAMPLE_TOOL_NAMES
 
 pytestmark = pytest.mark.model
@@ -93,14 +93,12 @@ def check_every_kind(service, outcome: dict) -> None:
     view = calls["view"]
     assert not view.is_error and view.structured_content["view"]["version"] == 1
     assert view.structured_content["hits"] and json.loads(view.content[0].text) == view.structured_content
-    assert calls["view_error"].is_error
-    assert calls["view_error"].structured_content == {**calls["view_error"].structured_content,
-                                                      "error": "view_parameter", "path": "task", "status": 422}
+    view_error = envelope(calls["view_error"])
+    assert view_error == {**view_error, "error": "view_parameter", "path": "task", "status": 422}
     assert not calls["retrieve"].is_error and "receiptId" in calls["retrieve"].structured_content
     lineage = calls["ingest_lineage"]
-    assert lineage.is_error and lineage.structured_content["error"] == "request_schema"
-    assert lineage.structured_content["path"] == "derived_from"
-    assert calls["record_malformed"].structured_content["error"] == "invalid_id"
+    assert (envelope(lineage)["error"], envelope(lineage)["path"]) == ("request_schema", "derived_from")
+    assert envelope(calls["record_malformed"])["error"] == "invalid_id"
     assert calls["unknown"].code == -32602 and "no_such_tool" in calls["unknown"].message
     record = calls["record"].structured_content
     assert not calls["record"].is_error and record["id"] == outcome["inserted"]
@@ -127,7 +125,7 @@ def test_brief_and_lookup_tools_call_their_routes(live, tool):
     arguments = {"query": "Q3 budget", "entity": "contact.maria"} if tool == "brief" else {
         "entity": "contact.maria", "q": "budget"}
     result = run(http_client(live, live.demo_key), lambda session: session.call_tool(tool, arguments))
-    assert not result.is_error, result.structured_content
+    assert not result.is_error, result.content
 
 
 def test_another_workspace_sees_only_its_own_tools_and_records(live):
@@ -145,7 +143,7 @@ def test_another_workspace_sees_only_its_own_tools_and_records(live):
     demo_record = timeline["records"][0]["id"]
     foreign = run(http_client(live, live.other_key),
                   lambda session: session.call_tool("open_record", {"id": demo_record}))
-    assert foreign.is_error and foreign.structured_content["error"] == "record_not_found"
+    assert envelope(foreign)["error"] == "record_not_found"
 
 
 def test_a_tool_removed_from_the_active_declaration_fails_at_once(live, tmp_path):
