@@ -74,6 +74,8 @@ def test_the_command_switches_the_workspace_and_every_process_then_serves_the_ne
 def test_while_a_switch_is_pending_queries_read_the_old_space_and_new_records_get_both_vectors(
         catalog, api, admin_client, settings, monkeypatch):
     ids = torch_records(catalog, settings, monkeypatch)
+    with connection.cursor() as cursor:  # indexes of spaces outlive the rows of other tests
+        cursor.execute(f"DROP INDEX IF EXISTS {embedding_index_name('minilm-l6-v2.onnx-int8')}")
     outcome = reembed_switch(catalog, "onnx-int8", batch=2, stop_after_s=0)
     assert (outcome.written, outcome.swapped) == (2, False)
     assert serving_runtime(catalog) == "torch"  # pinned at the start, not yet switched
