@@ -131,3 +131,14 @@ def test_bad_arguments_are_refused_and_write_nothing(catalog, settings, monkeypa
     with pytest.raises(CommandError):
         call_command("reembed", "--runtime", "tensorflow")
     assert not vectors_of("minilm-l6-v2.onnx")
+
+
+def test_a_switch_to_the_runtime_already_served_pins_it_and_re_embeds_nothing(catalog, api, settings, monkeypatch):
+    ids = torch_records(catalog, settings, monkeypatch)
+    out = io.StringIO()
+    call_command("reembed", "--runtime", "torch", stdout=out, stderr=io.StringIO())
+    assert "0 vectors written into minilm-l6-v2; now serving from minilm-l6-v2" in out.getvalue()
+    assert serving_runtime(catalog) == "torch"
+    switch_runtime(settings, monkeypatch, "onnx-int8")  # a default change after the pin
+    assert set(vector_hits(api, "refund")) == set(map(str, ids))  # still the torch space
+    assert not vectors_of("minilm-l6-v2.onnx-int8")
