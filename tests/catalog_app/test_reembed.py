@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from catalog_app.catalog.runtime import catalog_for_workspace
-from catalog_app.models import EmbeddingSwitch, RecordEmbedding
+from catalog_app.models import EmbeddingSwitch, RecordEmbedding, Workspace
 from catalog_app.services.embedding_index import embedding_index_name
 from catalog_app.services.reembed import config_for_runtime, reembed, reembed_remaining, reembed_switch
 from tests.catalog_app.test_embedding_runtime_space import switch_runtime, vector_hits
@@ -36,6 +36,14 @@ def torch_records(catalog, settings, monkeypatch) -> list:
 
 def serving_runtime(workspace) -> str | None:
     return EmbeddingSwitch.objects.filter(workspace=workspace).values_list("serving_runtime", flat=True).first()
+
+
+def vector_candidates(api) -> int:
+    """How many records ``/retrieve``'s vector leg found (every one with a vector in the space it
+    reads: the workspace's similarity floor is lowered to -1 by the caller)."""
+    response = api.post("/retrieve", {"query": "refund", "explain": True, "raw": True, "topN": 25}, format="json")
+    assert response.status_code == 200, response.json()
+    return response.json()["diagnostics"]["candidates"]["vector"]
 
 
 def test_the_command_switches_the_workspace_and_every_process_then_serves_the_new_space(
@@ -92,8 +100,14 @@ def test_while_a_switch_is_pending_queries_read_the_old_space_and_new_records_ge
         cursor.execute("SELECT to_regclass(%s)", [embedding_index_name("minilm-l6-v2.onnx-int8")])
         assert cursor.fetchone() == (None,)
 
+    # /retrieve too: its vector leg finds every record's torch vector, not the three int8 ones.
+    Workspace.objects.filter(pk=catalog.pk).update(settings={"retrieval.minVectorSimilarity": -1.0})
+    assert vector_candidates(api) == len(TEXTS) + 1
+
     outcome = reembed_switch(catalog, "onnx-int8", batch=2)
     assert (outcome.written, outcome.swapped) == (len(TEXTS) - 2, True)
+    RecordEmbedding.objects.filter(space="minilm-l6-v2").delete()  # after the swap nothing reads them
+    assert vector_candidates(api) == len(TEXTS) + 1
     assert serving_runtime(catalog) == "onnx-int8"
     assert set(vectors_of("minilm-l6-v2.onnx-int8")) == {*ids, pending_write}
     assert api.get("/health").json()["backlog"]["reembedding"] == {"workspaces": 0, "records_done": 0,
