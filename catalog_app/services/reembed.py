@@ -32,6 +32,7 @@ from ..catalog.runtime import catalog_for_workspace
 from ..embedding import embed_texts
 from ..embedding_serving import config_for_runtime, lock_workspace_for_switch  # noqa: F401 (re-exported)
 from ..models import EmbeddingSwitch, Workspace
+from ..onnx_encoder import RUNTIMES
 from ..record_sql import EMBEDDING, RECORD, live
 from .embedding_index import embedding_space_ensure_index_concurrently
 
@@ -115,10 +116,13 @@ def reembed_switch(workspace: Workspace, runtime: str, *, batch: int = 256,
     """Switch ``workspace`` to ``runtime`` (the module's contract): start (or resume) the switch,
     fill, index, swap. ``progress(done, total)`` is called after the start and each batch. With
     ``stop_after_s`` the run stops after a batch past that time, the switch left pending for the
-    next run. Raises ``ValueError`` for a model without a runtime or a batch below 1,
+    next run. Raises ``ValueError`` for a model without a runtime, an unknown runtime or a batch
+    below 1 (before recording anything),
     ``EmbeddingUnavailable`` when the model fails; what was committed stays either way."""
     if batch < 1:
         raise ValueError("batch must be at least 1")
+    if runtime not in RUNTIMES:
+        raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
     serving, target = reembed_plan(workspace, runtime)
     started = time.monotonic()
     switch = _start(workspace.pk, serving, target)

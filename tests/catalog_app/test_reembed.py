@@ -4,6 +4,7 @@ and the new one after it (whatever the process's own runtime), records written m
 both vectors, a second run writes nothing, a run stopped after a committed batch resumes from
 there, and the progress shows in /health and the console."""
 import io
+import re
 
 import numpy
 import pytest
@@ -156,3 +157,17 @@ def test_a_switch_to_the_runtime_already_served_pins_it_and_re_embeds_nothing(ca
     switch_runtime(settings, monkeypatch, "onnx-int8")  # a default change after the pin
     assert set(vector_hits(api, "refund")) == set(map(str, ids))  # still the torch space
     assert not vectors_of("minilm-l6-v2.onnx-int8")
+
+
+@pytest.mark.parametrize("runtime, batch, message", [
+    ("tensorflow", 2, "runtime must be one of torch, onnx, onnx-int8, not 'tensorflow'"),
+    ("onnx;drop table", 2, "runtime must be one of"),
+    ("onnx", 0, "batch must be at least 1"),
+])
+def test_the_service_refuses_bad_arguments_before_recording_a_switch(catalog, settings, monkeypatch, runtime, batch,
+                                                                      message):
+    torch_records(catalog, settings, monkeypatch)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        reembed_switch(catalog, runtime, batch=batch)
+    assert not EmbeddingSwitch.objects.exists()
+    assert set(RecordEmbedding.objects.values_list("space", flat=True)) == {"minilm-l6-v2"}
