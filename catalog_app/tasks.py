@@ -30,7 +30,7 @@ from memseek_site.replicas import serving
 from .embedding import EmbeddingUnavailable
 from .lexical.compaction import lexical_compact
 from .services.enrichment import EnrichmentDeferred, records_enrich, records_recover_pending
-from .models import Workspace
+from .models import EmbeddingSwitch, Workspace
 from .services.record_touch import records_touch
 from .services.reembed import reembed_switch
 
@@ -139,7 +139,9 @@ def reembed_workspace(workspace_id: int, runtime: str, batch: int = 256) -> int:
                              stop_after_s=memseek_setting("ENRICH_SOFT_TIME_LIMIT_S") / 2)
     logger.info("re-embedded %d record(s) of workspace %d into %s%s", outcome.written, workspace_id,
                 outcome.target_space, "; swapped" if outcome.swapped else "")
-    if not outcome.swapped:
+    # Unless another run has since swapped the workspace or replaced the target.
+    pending = EmbeddingSwitch.objects.filter(workspace_id=workspace_id, target_runtime=runtime).exists()
+    if not outcome.swapped and pending:
         reembed_workspace.delay(workspace_id, runtime, batch)
     return outcome.written
 

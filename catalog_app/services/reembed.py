@@ -125,11 +125,12 @@ def reembed_switch(workspace: Workspace, runtime: str, *, batch: int = 256,
         raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
     serving, target = reembed_plan(workspace, runtime)
     started = time.monotonic()
-    switch = _start(workspace.pk, serving, target)
+    switch, serving = _start(workspace.pk, serving, target)
     written = 0
     while True:
-        if switch.target_runtime is None:
-            return SwitchOutcome(serving.space, target.space, written, swapped=True)
+        if switch.target_runtime != target.runtime:  # swapped, or another run replaced the target
+            return SwitchOutcome(serving.space, target.space, written,
+                                 swapped=switch.serving_runtime == target.runtime)
         done, total = switch.records_done, switch.records_total
         if progress is not None:
             progress(done, total)
@@ -149,26 +150,33 @@ def reembed_switch(workspace: Workspace, runtime: str, *, batch: int = 256,
         switch = _swap(workspace.pk, serving, target)
 
 
-def _start(workspace_id: int, serving: EmbeddingConfig, target: EmbeddingConfig) -> EmbeddingSwitch:
+def _start(workspace_id: int, serving: EmbeddingConfig,
+           target: EmbeddingConfig) -> tuple[EmbeddingSwitch, EmbeddingConfig]:
+    """The switch recorded (or resumed) and the serving configuration as recorded under the lock
+    (another run may have swapped since ``serving`` was read)."""
     with transaction.atomic():
         switch = lock_workspace_for_switch(workspace_id)
+        if switch.serving_runtime is not None:
+            serving = config_for_runtime(serving, switch.serving_runtime)
         if target.runtime == serving.runtime:
             switch.serving_runtime, switch.target_runtime = serving.runtime, None
             switch.save()
-            return switch
+            return switch, serving
         if switch.target_runtime != target.runtime:
             switch.records_done, switch.started_at, switch.swapped_at = 0, timezone.now(), None
         switch.serving_runtime, switch.target_runtime = serving.runtime, target.runtime
         switch.records_total = switch.records_done + reembed_remaining(
             workspace_id=workspace_id, source_space=serving.space, target_space=target.space)
         switch.save()
-        return switch
+        return switch, serving
 
 
 def _swap(workspace_id: int, serving: EmbeddingConfig, target: EmbeddingConfig) -> EmbeddingSwitch:
     """The one transaction that makes ``target`` the serving runtime, when no record is missing."""
     with transaction.atomic():
         switch = lock_workspace_for_switch(workspace_id)
+        if (switch.serving_runtime, switch.target_runtime) != (serving.runtime, target.runtime):
+            return switch  # another run swapped or replaced the target meanwhile
         missing = reembed_remaining(workspace_id=workspace_id, source_space=serving.space, target_space=target.space)
         if missing:
             switch.records_total = switch.records_done + missing

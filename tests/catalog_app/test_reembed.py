@@ -171,3 +171,16 @@ def test_the_service_refuses_bad_arguments_before_recording_a_switch(catalog, se
         reembed_switch(catalog, runtime, batch=batch)
     assert not EmbeddingSwitch.objects.exists()
     assert set(RecordEmbedding.objects.values_list("space", flat=True)) == {"minilm-l6-v2"}
+
+
+def test_a_switch_to_another_runtime_replaces_a_pending_one(catalog, settings, monkeypatch):
+    ids = torch_records(catalog, settings, monkeypatch)
+    assert not reembed_switch(catalog, "onnx", batch=2, stop_after_s=0).swapped
+    outcome = reembed_switch(catalog, "onnx-int8", batch=2)
+    assert (outcome.source_space, outcome.written, outcome.swapped) == ("minilm-l6-v2", len(TEXTS), True)
+    switch = EmbeddingSwitch.objects.get(workspace=catalog)
+    assert (switch.serving_runtime, switch.target_runtime, switch.records_done) == ("onnx-int8", None, len(TEXTS))
+    # Back to torch: every record still has its torch vector, so nothing is embedded again.
+    assert reembed_switch(catalog, "torch").written == 0
+    assert serving_runtime(catalog) == "torch"
+    assert set(vectors_of("minilm-l6-v2")) == set(ids)
