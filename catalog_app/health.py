@@ -3,7 +3,8 @@ message's age, the records waiting for enrichment and the lexical index's pendin
 which of them are past their thresholds (``HEALTH_*`` settings, docs/queues.md).
 
 Cheap by contract, since a load balancer calls it every few seconds: one Redis round trip (with
-a one-second timeout) and three index-bounded queries; the counts stop one past their threshold.
+a one-second timeout), three index-bounded queries and one over the pending runtime switches
+(one row per workspace that is switching); the counts stop one past their threshold.
 Counts and ages only: nothing names a workspace, a record or a task's arguments.
 """
 from __future__ import annotations
@@ -46,6 +47,10 @@ def _queues(degraded: list[dict]) -> dict:
 _PENDING_COUNT = ("SELECT count(*) FROM (SELECT 1 FROM catalog_app_record WHERE enriched_at IS NULL LIMIT %s) AS p")
 _OLDEST_PENDING = ("SELECT created_at FROM catalog_app_record WHERE enriched_at IS NULL ORDER BY seq LIMIT 1")
 _LEXICAL_PENDING_COUNT = "SELECT count(*) FROM (SELECT 1 FROM catalog_app_lexical_pending LIMIT %s) AS p"
+# Pending runtime switches (catalog_app.embedding_serving): summed, so no workspace is named.
+_REEMBEDDING = ("SELECT count(*), coalesce(sum(records_done), 0), "
+                "coalesce(sum(greatest(records_total, records_done)), 0) "
+                "FROM catalog_app_embeddingswitch WHERE target_runtime IS NOT NULL")
 
 
 def _backlog(degraded: list[dict]) -> dict:
@@ -59,11 +64,14 @@ def _backlog(degraded: list[dict]) -> dict:
         oldest = cursor.fetchone()
         cursor.execute(_LEXICAL_PENDING_COUNT, [max_rows + 1])
         lexical = cursor.fetchone()[0]
+        cursor.execute(_REEMBEDDING)
+        switching, done, total = cursor.fetchone()
     age = None if oldest is None else round(max(0.0, (timezone.now() - oldest[0]).total_seconds()), 1)
     _over(degraded, "backlog.pending_records", pending, max_records, "records waiting for enrichment")
     _over(degraded, "backlog.oldest_pending_age_s", age, max_age, "seconds the oldest unready record has waited")
     _over(degraded, "backlog.lexical_pending_rows", lexical, max_rows, "lexical rows waiting for compaction")
-    return {"pending_records": pending, "oldest_pending_age_s": age, "lexical_pending_rows": lexical}
+    return {"pending_records": pending, "oldest_pending_age_s": age, "lexical_pending_rows": lexical,
+            "reembedding": {"workspaces": switching, "records_done": int(done), "records_total": int(total)}}
 
 
 def _over(degraded: list[dict], check: str, value, limit, what: str) -> None:

@@ -205,6 +205,25 @@ class RecordEmbedding(models.Model):
         ]
 
 
+class EmbeddingSwitch(models.Model):
+    """Which runtime of the bundled model a workspace's vectors are served from, and the switch
+    to another one while a re-embedding job fills its space (``catalog_app.embedding_serving``).
+    No row: the workspace is served from the space of each process's ``EMBEDDING_RUNTIME``.
+    ``serving_runtime`` changes only in the job's swap transaction, once every live record with a
+    serving vector has a target vector too."""
+
+    workspace = models.OneToOneField(Workspace, on_delete=models.CASCADE, primary_key=True)
+    serving_runtime = models.CharField(max_length=16, null=True)
+    target_runtime = models.CharField(max_length=16, null=True)
+    # The job's progress, for /health and the console: records still missing when the job last
+    # started or resumed, plus those written before; ``records_done`` grows in each batch's
+    # transaction, so it never counts a rolled-back batch.
+    records_total = models.BigIntegerField(default=0)
+    records_done = models.BigIntegerField(default=0)
+    started_at = models.DateTimeField(null=True)
+    swapped_at = models.DateTimeField(null=True)
+
+
 class ActivationAudit(models.Model):
     """One activation of a definition version: who switched ``name`` of ``family`` from
     ``from_version`` (None when nothing was active) to ``to_version``, and when. Written by

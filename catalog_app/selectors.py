@@ -20,6 +20,7 @@ from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
 
 from .catalog.runtime import catalog_for_workspace
+from .embedding_serving import serving_config
 from .models import Record, RecordEmbedding, Workspace
 from .record_sql import before_public_seq_q, current_in_lane_q
 from .services.record_touch import records_touch
@@ -306,7 +307,7 @@ def _embedding_space(workspace: Workspace, record: Record, spaces: list[str] | N
     if not spaces:
         return None
     models_conf = catalog_for_workspace(workspace).value("models", "models")
-    active = models_conf.embedding.space if models_conf is not None else None
+    active = serving_config(workspace.pk, models_conf.embedding).space if models_conf is not None else None
     return active if active in spaces else spaces[0]
 
 

@@ -30,9 +30,9 @@ from memseek_site.replicas import serving
 from .embedding import EmbeddingUnavailable
 from .lexical.compaction import lexical_compact
 from .services.enrichment import EnrichmentDeferred, records_enrich, records_recover_pending
-from .models import Workspace
+from .models import EmbeddingSwitch, Workspace
 from .services.record_touch import records_touch
-from .services.reembed import reembed, reembed_plan, reembed_remaining
+from .services.reembed import reembed_switch
 
 logger = logging.getLogger(__name__)
 
@@ -130,18 +130,20 @@ def enqueue_enrichment(record_ids: Iterable) -> None:
        autoretry_for=(*_TRANSIENT, EmbeddingUnavailable), max_retries=5, retry_backoff=5,
        retry_backoff_max=300)
 def reembed_workspace(workspace_id: int, runtime: str, batch: int = 256) -> int:
-    """Give every live record of the workspace a vector of ``runtime`` too (``reembed``); returns
-    how many vectors this run wrote. Each batch commits, so a run killed with its worker is
-    redelivered and resumes after the last committed batch. A run stops after half the
-    enrichment queue's soft time limit and sends the rest as a new task, so no workspace is too
-    large for the queue's limits."""
-    source, target = reembed_plan(Workspace.objects.get(pk=workspace_id), runtime)
-    written = reembed(workspace_id=workspace_id, source_space=source, target=target, batch=batch,
-                      stop_after_s=memseek_setting("ENRICH_SOFT_TIME_LIMIT_S") / 2)
-    logger.info("re-embedded %d record(s) of workspace %d into %s", written, workspace_id, target.space)
-    if reembed_remaining(workspace_id=workspace_id, source_space=source, target_space=target.space):
+    """Switch the workspace's vectors to ``runtime`` (``reembed_switch``); returns how many
+    vectors this run wrote. Each batch commits, so a run killed with its worker is redelivered
+    and resumes after the last committed batch. A run stops after half the enrichment queue's
+    soft time limit and sends the rest as a new task, so no workspace is too large for the
+    queue's limits."""
+    outcome = reembed_switch(Workspace.objects.get(pk=workspace_id), runtime, batch=batch,
+                             stop_after_s=memseek_setting("ENRICH_SOFT_TIME_LIMIT_S") / 2)
+    logger.info("re-embedded %d record(s) of workspace %d into %s%s", outcome.written, workspace_id,
+                outcome.target_space, "; swapped" if outcome.swapped else "")
+    # Unless another run has since swapped the workspace or replaced the target.
+    pending = EmbeddingSwitch.objects.filter(workspace_id=workspace_id, target_runtime=runtime).exists()
+    if not outcome.swapped and pending:
         reembed_workspace.delay(workspace_id, runtime, batch)
-    return written
+    return outcome.written
 
 
 @_task(name="catalog_app.tasks.compact_lexical_index", ignore_result=True,

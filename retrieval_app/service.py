@@ -32,6 +32,7 @@ from functools import partial
 
 from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.embedding import embed_query
+from catalog_app.embedding_serving import serving_config
 from catalog_app.llm import ProviderError
 from catalog_app.tasks import enqueue_touch
 from memseek_site.conf import memseek_setting
@@ -95,7 +96,8 @@ def retrieve(*, workspace, request: RetrieveRequest | dict, side_effects: bool =
                               hide_superseded=settings.hide_superseded)
     budget = None if request.raw else (request.token_budget or settings.token_budget)
     with _timer(latency, "embed"):
-        vector = _embed(models.embedding, request.query, workspace.pk, trace) if scope.embed else None
+        vector = (_embed(serving_config(workspace.pk, models.embedding), request.query, workspace.pk, trace)
+                  if scope.embed else None)
     cap = leg_cap(request.top_n)
     legs, drops, phase_latency = _run_legs(scope, catalog, request, vector, settings.min_vector_similarity, cap,
                                            trace)

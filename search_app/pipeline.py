@@ -15,6 +15,7 @@ from functools import partial
 from catalog_app.bm25_terms import query_terms_check
 from catalog_app.catalog.registry import Catalog
 from catalog_app.embedding import embed_query
+from catalog_app.embedding_serving import serving_config
 from catalog_app.llm import ProviderError
 from memseek_site import deadline
 from memseek_site.conf import memseek_setting
@@ -81,7 +82,8 @@ def run_search(*, workspace, spec: SearchSpec, catalog: Catalog, view: bool = Fa
 
 
 def _context(workspace, spec: SearchSpec, catalog: Catalog, resolved, trace: Trace = NO_TRACE) -> QueryContext:
-    embedding = catalog.value("models", "models").embedding
+    # One read of the workspace's serving runtime: the query embeds and searches in that one space.
+    embedding = serving_config(workspace.pk, catalog.value("models", "models").embedding)
     vector = None
     if any(source.source.mode in ("vector", "hybrid") for source in resolved):
         with trace.stage("query vector"):

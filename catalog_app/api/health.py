@@ -31,7 +31,8 @@ _HealthSerializer = inline_serializer("Health", {
     "queues": serializers.JSONField(required=False, help_text="broker: redis, eager or unreachable; per queue "
                                     "its depth and the age in seconds of its oldest message"),
     "backlog": serializers.JSONField(required=False, help_text="pending_records, oldest_pending_age_s, "
-                                     "lexical_pending_rows"),
+                                     "lexical_pending_rows, reembedding (workspaces switching runtime, "
+                                     "records_done, records_total)"),
     "replicas": _ReplicaSerializer})
 
 

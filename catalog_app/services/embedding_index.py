@@ -15,25 +15,44 @@ def embedding_index_name(space: str) -> str:
     return "record_embedding_hnsw_" + hashlib.sha256(space.encode()).hexdigest()[:16]
 
 
-def embedding_space_ensure_index(space: str, dimensions: int) -> None:
-    """Create the HNSW index of ``space`` if it does not exist yet. Idempotent; when it exists,
-    one catalog lookup."""
+def _index_sql(space: str, dimensions: int, concurrently: bool) -> str:
     if not 8 <= int(dimensions) <= 4096:
         raise ValueError(f"invalid embedding space {space!r} / {dimensions}")
     # The space is a validated literal (the form the vector queries write, so the planner
     # matches them to this partial index); the dimension is an int.
-    where = space_literal(space)
+    return (f"CREATE INDEX {'CONCURRENTLY ' if concurrently else ''}IF NOT EXISTS {embedding_index_name(space)} "
+            f"ON {EMBEDDING} USING hnsw ((embedding::vector({int(dimensions)})) vector_cosine_ops) "
+            f"WHERE space = {space_literal(space)}")
+
+
+def embedding_space_ensure_index_concurrently(space: str, dimensions: int) -> None:
+    """Build the HNSW index of ``space`` without blocking writes (``CREATE INDEX CONCURRENTLY``),
+    for a space a re-embedding job has filled. A build interrupted before (its process killed)
+    leaves an invalid index behind, which is dropped and built again. Must run outside a
+    transaction; idempotent."""
+    sql = _index_sql(space, dimensions, concurrently=True)
+    name = embedding_index_name(space)
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT i.indisvalid FROM pg_index i WHERE i.indexrelid = to_regclass(%s)", [name])
+        row = cursor.fetchone()
+        if row is not None and row[0]:
+            return
+        if row is not None:
+            cursor.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")
+        cursor.execute(sql)
+
+
+def embedding_space_ensure_index(space: str, dimensions: int) -> None:
+    """Create the HNSW index of ``space`` if it does not exist yet. Idempotent; when it exists,
+    one catalog lookup."""
+    sql = _index_sql(space, dimensions, concurrently=False)
     with connection.cursor() as cursor:
         # Looked up first: CREATE INDEX IF NOT EXISTS takes its lock on the table (one that waits
         # for, and blocks, every write of embeddings) before it finds the index there.
         cursor.execute("SELECT to_regclass(%s) IS NOT NULL", [embedding_index_name(space)])
         if cursor.fetchone()[0]:
             return
-        cursor.execute(
-            f"CREATE INDEX IF NOT EXISTS {embedding_index_name(space)} ON {EMBEDDING} "
-            f"USING hnsw ((embedding::vector({int(dimensions)})) vector_cosine_ops) "
-            f"WHERE space = {where}"
-        )
+        cursor.execute(sql)
 
 
 def embeddings_insert(*, space: str, record_ids: list, workspace_ids: list[int], vector_texts: list[str]) -> None:

@@ -41,6 +41,7 @@ from ..catalog.processors import Processor
 from ..catalog.registry import Definition
 from ..catalog.runtime import catalog_for_workspace
 from ..embedding import EmbeddingUnavailable, embed_texts
+from ..embedding_serving import write_configs
 from ..lexical.maintenance import lexical_lock_lanes, lexical_records_changed
 from ..llm import ProviderError, ProviderInvalid
 from ..models import Record
@@ -285,12 +286,23 @@ def _plan(record: Record) -> _Plan | None:
 
 
 def _run_embeddings(plans: list[_Plan], results: dict, final_attempt: bool) -> None:
-    """One ``embed_texts`` call per embedding configuration for the whole batch."""
+    """One ``embed_texts`` call per embedding configuration for the whole batch: each record's
+    vector in its workspace's serving space, and in the target space too while a switch is
+    pending (``write_configs``, which holds the workspaces' switch state until the caller's
+    transaction ends). The result names the serving space; the target space's index is left to
+    the re-embedding job, which builds it concurrently once the space is full."""
+    wanted = [(plan, definition) for plan in plans for definition in plan.todo
+              if definition.value.kind == "embedding"]
+    if not wanted:
+        return
+    configs = write_configs({plan.record.workspace_id: plan.models.embedding for plan, _ in wanted})
     groups: dict = defaultdict(list)
-    for plan in plans:
-        for definition in plan.todo:
-            if definition.value.kind == "embedding":
-                groups[plan.models.embedding].append((plan, definition))
+    shadows: dict = defaultdict(list)
+    for plan, definition in wanted:
+        serving, target = configs[plan.record.workspace_id]
+        groups[serving].append((plan, definition))
+        if target is not None:
+            shadows[target].append(plan)
     for config, pairs in groups.items():
         unique = list({plan.record.pk: plan for plan, _ in pairs}.values())
         try:
@@ -308,6 +320,18 @@ def _run_embeddings(plans: list[_Plan], results: dict, final_attempt: bool) -> N
         for plan, definition in pairs:
             results[str(plan.record.pk)][definition.name] = _Result(
                 OK, texts_and_hashes[plan.record.pk][1], meta={"space": config.space})
+    for config, shadow_plans in shadows.items():
+        # A failure here leaves records with a serving vector and no target vector: the job's
+        # fill step embeds them, and its swap waits for them, so nothing is lost but time.
+        unique = list({plan.record.pk: plan for plan in shadow_plans}.values())
+        try:
+            vectors = embed_texts(config, [plan.record.text for plan in unique])
+        except EmbeddingUnavailable as error:
+            logger.warning("embedding %d record(s) into the pending space %s failed: %s", len(unique),
+                           config.space, error.detail)
+            continue
+        _insert_embeddings(unique, config.space,
+                           {plan.record.pk: vector_text_and_hash(vector) for plan, vector in zip(unique, vectors)})
 
 
 def _insert_embeddings(plans: list[_Plan], space: str, texts_and_hashes: dict) -> None:

@@ -30,6 +30,7 @@ from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
 
 from ..catalog.runtime import catalog_for_workspace
+from ..embedding_serving import switch_progress
 from ..models import ApiKey, Definition, Workspace
 from ..selectors import SYSTEM_COLLECTION
 from ..selectors_review import draft_slots
@@ -61,7 +62,7 @@ def _positive_int(value, default: int = 1) -> int:
 def console_index(request):
     workspaces = Paginator(Workspace.objects.order_by("name"), WORKSPACES_PER_PAGE)
     page = workspaces.get_page(request.GET.get("page"))
-    return render(request, "console/index.html", {"page": page, "tab": "workspaces"})
+    return render(request, "console/index.html", {"page": page, "tab": "workspaces", "switches": switch_progress()})
 
 
 @staff_member_required

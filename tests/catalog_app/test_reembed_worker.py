@@ -1,6 +1,7 @@
 """A re-embedding job on a real Celery worker (Redis, the test database, the real model),
 SIGKILLed mid-job: the batches it committed stay, the broker redelivers the unacknowledged task
-after the visibility timeout, and a new worker finishes the job from where it stopped.
+after the visibility timeout, and a new worker finishes the job from where it stopped and swaps
+the workspace to the new runtime.
 
 Skipped only when no Redis answers on 127.0.0.1:6379 (CI provides one)."""
 import time
@@ -8,7 +9,7 @@ import time
 import numpy
 import pytest
 
-from catalog_app.models import RecordEmbedding
+from catalog_app.models import EmbeddingSwitch, RecordEmbedding
 from tests.catalog_app.test_worker import broker, producer, start_with_model, wait_for, workers  # noqa: F401
 from tests.search_app.search_factories import ingest_ready, item
 
@@ -36,6 +37,8 @@ def test_a_killed_reembedding_worker_is_resumed_by_the_next_and_every_record_get
     assert 10 <= at_kill < RECORDS, at_kill  # killed mid-job
     assert at_kill % BATCH == 0  # whole batches only: the open one rolled back
     assert broker.hlen("unacked") == 1  # the task was not acknowledged
+    switch = EmbeddingSwitch.objects.get(workspace=catalog)
+    assert (switch.serving_runtime, switch.target_runtime, switch.records_done) == ("torch", "onnx", at_kill)
 
     delivered = broker.zrange("unacked_index", 0, 0, withscores=True)
     wait_for(lambda: time.time() - delivered[0][1] > ENV["CELERY_VISIBILITY_TIMEOUT"], 30,
@@ -49,3 +52,7 @@ def test_a_killed_reembedding_worker_is_resumed_by_the_next_and_every_record_get
     new = dict(RecordEmbedding.objects.filter(space=TARGET).values_list("record_id", "embedding"))
     assert set(new) == set(old) == set(ids)
     assert min(float(numpy.array(old[r]) @ numpy.array(new[r])) for r in ids) > 0.9999
+    wait_for(lambda: EmbeddingSwitch.objects.get(workspace=catalog).target_runtime is None, 60, "the swap",
+             workers.logs)
+    switch = EmbeddingSwitch.objects.get(workspace=catalog)
+    assert (switch.serving_runtime, switch.records_done, switch.records_total) == ("onnx", RECORDS, RECORDS)

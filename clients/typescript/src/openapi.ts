@@ -848,7 +848,7 @@ export interface components {
             score?: number;
         };
         Health: {
-            /** @description pending_records, oldest_pending_age_s, lexical_pending_rows */
+            /** @description pending_records, oldest_pending_age_s, lexical_pending_rows, reembedding (workspaces switching runtime, records_done, records_total) */
             backlog?: unknown;
             db: boolean;
             degraded?: components["schemas"]["HealthDegraded"][];
