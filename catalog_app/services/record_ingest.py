@@ -233,13 +233,13 @@ _ROW_TYPES = (("id", "uuid"), ("collection", "text"), ("collection_version", "in
               ("annotations", "jsonb"), ("annotation_meta", "jsonb"), ("depth", "integer"),
               ("derived_from", "uuid[]"), ("dedupe_key", "text"), ("dedupe_hash", "text"),
               ("occurred_at", "timestamptz"), ("ready", "boolean"), ("tombstone", "boolean"),
-              ("bm25_tf", "jsonb"), ("bm25_length", "integer"))
+              ("bm25_tf", "jsonb"), ("bm25_length", "integer"), ("en_tf", "jsonb"), ("en_length", "integer"))
 _COMPUTED = {"workspace_id": "%s", "occurred_at": "COALESCE(u.occurred_at, now())", "created_at": "now()",
              "last_accessed": "now()", "enriched_at": "CASE WHEN u.ready THEN now() END"}
 _COLUMNS = ("id", "workspace_id", "collection", "collection_version", "collection_hash", "entity", "type", "key",
             "status", "text", "content", "scores", "annotations", "annotation_meta", "depth", "derived_from",
             "dedupe_key", "dedupe_hash", "occurred_at", "created_at", "last_accessed", "enriched_at", "tombstone",
-            "bm25_tf", "bm25_length")
+            "bm25_tf", "bm25_length", "en_tf", "en_length")
 _INSERT = (f"INSERT INTO {RECORD} ({', '.join(_COLUMNS)}) "
            f"SELECT {', '.join(_COMPUTED.get(column, f'u.{column}') for column in _COLUMNS)} "
            f"FROM ROWS FROM (jsonb_to_recordset(%s) AS ({', '.join(f'{name} {kind}' for name, kind in _ROW_TYPES)})) "
@@ -259,7 +259,7 @@ def _row_json(record_id: uuid.UUID, record: PreparedRecord, depth: int) -> dict:
             "dedupe_key": record.dedupe_key, "dedupe_hash": record.dedupe_hash,
             "occurred_at": record.occurred_at.isoformat() if record.occurred_at is not None else None,
             "ready": record.ready_at_insert, "tombstone": record.tombstone, "bm25_tf": record.bm25_tf,
-            "bm25_length": record.bm25_length}
+            "bm25_length": record.bm25_length, "en_tf": record.en_tf, "en_length": record.en_length}
 
 
 def _insert(workspace: Workspace, rows: list[tuple[int, PreparedRecord, int]]):
