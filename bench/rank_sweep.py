@@ -80,7 +80,8 @@ def candidate_pools(workspace, questions: list[tuple[str, str, dict]], *, k: int
         spec = search_spec_parse({"q": text, "mode": "hybrid", "scope": scope, "rank": EVERY_SIGNAL, "k": k})
         outcome = search_execute(workspace=workspace, spec=spec)
         pools[qid] = [(str(r.row.id), Signals(similarity=r.row.similarity, text_match=r.row.text_match,
-                                              bm25=r.row.bm25, last_accessed=r.row.last_accessed),
+                                              bm25=r.row.bm25, bm25_en=r.row.bm25_en,
+                                              last_accessed=r.row.last_accessed),
                        r.row.occurred_at, r.row.seq) for r in outcome.sources[0].ranked]
     return pools
 

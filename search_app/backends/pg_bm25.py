@@ -25,15 +25,15 @@ BM25_V1, ENGLISH, EN_V1 = "bm25_v1", "english", "en_v1"
 _STORED = {BM25_V1: ("r.bm25_tf", "r.bm25_length"), EN_V1: ("r.en_tf", "coalesce(r.en_length, 0)")}
 
 
-def terms_join(terms: tuple[str, ...], analyzer: str = BM25_V1) -> tuple[str, list]:
-    """A LATERAL join (after the record table as ``r``) giving ``b.length`` and ``b.t0``,
+def terms_join(terms: tuple[str, ...], analyzer: str = BM25_V1, alias: str = "b") -> tuple[str, list]:
+    """A LATERAL join (after the record table as ``r``) giving ``b.length`` and ``b.t0`` (``b``: ``alias``),
     ``b.t1``, ... (each query term's frequency in the record, NULL when absent) under
     ``analyzer`` (``bm25_v1`` or ``en_v1``; ``english_join`` for ``english``). The stored (usually
     TOASTed) jsonb is decompressed once per row, not once per term and use."""
     tf, length = _STORED[analyzer]
     columns = "".join(f", (j.tf ->> %s)::float8 AS t{i}" for i in range(len(terms)))
     return (f"CROSS JOIN LATERAL (SELECT j.length{columns} FROM (SELECT {tf} || '{{}}'::jsonb AS tf, "
-            f"{length} AS length OFFSET 0) j) b"), list(terms)
+            f"{length} AS length OFFSET 0) j) {alias}"), list(terms)
 
 
 def english_join(terms: tuple[str, ...]) -> tuple[str, list]:
@@ -51,14 +51,14 @@ def _term_sql(i: int, idf_sql: str, average_sql: str, alias: str = "b") -> str:
     return f"({idf_sql} * {tf} * {K1 + 1} / ({tf} + {K1} * ({1 - B} + {B} * {alias}.length / {average_sql})))"
 
 
-def score_expression(stats: Bm25Stats) -> tuple[str, list]:
+def score_expression(stats: Bm25Stats, alias: str = "b") -> tuple[str, list]:
     """SQL for the record's BM25 score under ``stats`` (0 when it shares no term), reading the
-    columns of ``terms_join(stats.terms)``, which the query must include."""
+    columns of ``terms_join(stats.terms, analyzer, alias)``, which the query must include."""
     if not stats.usable:
         return "0::float8", []
     parts, params = [], []
     for i, term_idf in enumerate(stats.idf):
-        parts.append(_term_sql(i, "%s", "%s"))
+        parts.append(_term_sql(i, "%s", "%s", alias))
         params.extend([term_idf, stats.average_length])
     return "(" + " + ".join(parts) + ")", params
 
