@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 from memseek_site.conf import memseek_setting
 
-from ..en_terms import en_term_frequencies
+from ..bm25_terms import bm25_query_terms, term_frequencies
+from ..en_terms import en_query_terms, en_term_frequencies
 from ..record_sql import RECORD
 
 
@@ -33,6 +34,10 @@ class Analyzer:
     length_sql: str  # the record's length under this analyzer
     # Fills the stored columns its SQL reads for the records ``seqs`` that lack them (cursor, seqs).
     prepare: Callable[[object, Sequence[int]], None] | None = None
+    # The analysis in Python, for analyzers stored at write time: a query's distinct terms, and
+    # a text's ({term: tf}, length). None for ``english`` (PostgreSQL analyses it).
+    query_terms: Callable[[str], list[str]] | None = None
+    frequencies: Callable[[str], tuple[dict[str, int], int]] | None = None
 
     @property
     def postings_sql(self) -> str:
@@ -43,7 +48,8 @@ class Analyzer:
 
 
 BM25_V1 = Analyzer("bm25_v1", 1, "LATERAL (SELECT e.key AS term, e.value::integer AS tf "
-                                 "FROM jsonb_each_text(r.bm25_tf) e) t", "r.bm25_length")
+                                 "FROM jsonb_each_text(r.bm25_tf) e) t", "r.bm25_length",
+                   query_terms=bm25_query_terms, frequencies=term_frequencies)
 ENGLISH = Analyzer("english", 2, "LATERAL (SELECT u.lexeme AS term, greatest(cardinality(u.positions), 1) AS tf "
                                  "FROM unnest(r.search_vector) u) t",
                    "(SELECT coalesce(sum(greatest(cardinality(u.positions), 1)), 0)::integer "
@@ -62,7 +68,8 @@ def _en_prepare(cursor, seqs: Sequence[int]) -> None:
 
 
 EN_V1 = Analyzer("en_v1", 3, "LATERAL (SELECT e.key AS term, e.value::integer AS tf "
-                             "FROM jsonb_each_text(r.en_tf) e) t", "coalesce(r.en_length, 0)", _en_prepare)
+                             "FROM jsonb_each_text(r.en_tf) e) t", "coalesce(r.en_length, 0)", _en_prepare,
+                 en_query_terms, en_term_frequencies)
 ANALYZERS = {analyzer.name: analyzer for analyzer in (BM25_V1, ENGLISH, EN_V1)}
 # The record columns the analyzers' SQL reads, for statements that select them for ``r``.
 STORED_COLUMNS = ("bm25_tf", "search_vector", "en_tf", "en_length")

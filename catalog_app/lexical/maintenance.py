@@ -92,11 +92,13 @@ def lexical_reconcile(cursor, seqs: Sequence[int]) -> tuple[int, int]:
     if not seqs:
         return 0, 0
     cursor.execute(f"{_STATE} WHERE r.seq = ANY(%s)", [list(seqs)])
-    return _reconcile(cursor, [row[1:] for row in cursor.fetchall()])
+    return _reconcile(cursor, [row[1:] for row in cursor.fetchall()], prepare_all=True)
 
 
-def _reconcile(cursor, rows: Sequence[tuple[int, bool, list[int]]]) -> tuple[int, int]:
-    """``lexical_reconcile`` given the (seq, visible, indexed analyzers) of the records."""
+def _reconcile(cursor, rows: Sequence[tuple[int, bool, list[int]]], prepare_all: bool = False) -> tuple[int, int]:
+    """``lexical_reconcile`` given the (seq, visible, indexed analyzers) of the records. Each
+    analyzer's ``prepare`` runs for the records it adds, or with ``prepare_all`` (the backfill)
+    for every one of ``rows``, so that once the backfill is done no record lacks its terms."""
     plans = []
     for analyzer in maintained_analyzers():
         add = sorted(seq for seq, visible, indexed in rows if visible and analyzer.code not in indexed)
@@ -108,9 +110,11 @@ def _reconcile(cursor, rows: Sequence[tuple[int, bool, list[int]]]) -> tuple[int
         columns = ", ".join(GROUP_COLUMNS)
         cursor.execute(f"INSERT INTO {GROUP} ({columns}) SELECT DISTINCT {group_values('r')} FROM {RECORD} r "
                        "WHERE r.seq = ANY(%s) ORDER BY 1, 2, 3, 4, 5, 6 ON CONFLICT DO NOTHING", [added])
-    for analyzer, add, _ in plans:
-        if analyzer.prepare is not None and add:
-            analyzer.prepare(cursor, add)
+    for analyzer in maintained_analyzers():
+        plan = next((add for planned, add, _ in plans if planned is analyzer), [])
+        prepare = [seq for seq, _, _ in rows] if prepare_all else plan
+        if analyzer.prepare is not None and prepare:
+            analyzer.prepare(cursor, prepare)
     if plans:
         _apply(cursor, plans)
     return sum(len(add) for _, add, _ in plans), sum(len(remove) for _, _, remove in plans)

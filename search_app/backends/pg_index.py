@@ -15,14 +15,12 @@ import uuid
 
 from django.db import connection
 
-from catalog_app.bm25_terms import bm25_query_terms
-from catalog_app.en_terms import en_query_terms
-from catalog_app.lexical.analyzers import maintained_analyzers
+from catalog_app.lexical.analyzers import analyzer_get, maintained_analyzers
 from catalog_app.lexical.query import IndexScope, index_top_k
 
 from ..engine.bm25 import Bm25Stats, bm25_stats
 from ..engine.resolve import ResolvedSource
-from .pg_bm25 import BM25_V1, EN_V1, ENGLISH, scan_candidates
+from .pg_bm25 import BM25_V1, ENGLISH, scan_candidates
 
 
 def index_scope(resolved: ResolvedSource) -> IndexScope | None:
@@ -50,9 +48,8 @@ def english_terms(q: str | None) -> tuple[str, ...]:
 
 def query_terms(analyzer: str, q: str | None) -> tuple[str, ...]:
     """The distinct terms of ``q`` under ``analyzer``."""
-    if analyzer == ENGLISH:
-        return english_terms(q)
-    return tuple({BM25_V1: bm25_query_terms, EN_V1: en_query_terms}[analyzer](q or ""))
+    query_terms = analyzer_get(analyzer).query_terms
+    return english_terms(q) if query_terms is None else tuple(query_terms(q or ""))
 
 
 def bm25_candidates(resolved: ResolvedSource, workspace_id: int, q: str, cap: int,
