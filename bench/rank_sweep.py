@@ -68,6 +68,15 @@ def example_hybrid_rank() -> list:
     return yaml.safe_load(EXAMPLE_RANK_FILE.read_text())["variants"]["hybrid"]
 
 
+def with_stemmed_bm25(tree):
+    """``tree`` (a rank expression's list form) with every ``[bm25]`` read as ``[bm25_en]``."""
+    if tree == ["bm25"]:
+        return ["bm25_en"]
+    if isinstance(tree, list):
+        return [with_stemmed_bm25(item) for item in tree]
+    return tree
+
+
 def candidate_pools(workspace, questions: list[tuple[str, str, dict]], *, k: int, desc: str) -> dict:
     """Per question id, the hybrid search's ranked pool as ``(record id, Signals, occurred_at,
     seq)`` for every candidate. ``questions`` are ``(qid, text, scope)``."""
