@@ -36,7 +36,7 @@ from ..models import Record, ReviewAudit, Workspace
 from ..record_sql import current_in_lane_q, lane_of
 from .record_ingest import _LOCK_NAMESPACE, record_ingest_batch
 
-_UNREAD_COLUMNS = ("search_vector", "bm25_tf")
+_UNREAD_COLUMNS = ("search_vector", "bm25_tf", "en_tf")
 
 
 @transaction.atomic
