@@ -87,7 +87,7 @@ def test_locomo_harness_end_to_end(tmp_path):
     assert result["data"]["turns"] == 12 and result["data"]["questions"] == 5
     assert result["data"]["evidence_ids_matching_no_turn"] == ["conv-tiny:D9:99"]
     assert set(result["configurations"]) == {"text", "bm25", "vector", "hybrid", "example", "rrf", "rrf_c10", "rrf3",
-                                             "mix"}
+                                             "mix", "bm25_en", "example_en"}
     per_question = result["per_question"]
     for name, entry in (*result["configurations"].items(), *result["baselines"].items()):
         for cutoff in ("5", "10", "25", "50"):
