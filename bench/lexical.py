@@ -56,7 +56,7 @@ CORPORA = ("wordlist", "zipf")
 _COLUMNS = ("id", "workspace_id", "collection", "collection_version", "collection_hash", "entity", "type", "key",
             "status", "text", "content", "occurred_at", "created_at", "last_accessed", "enriched_at", "bm25_tf",
             "bm25_length", "scores", "annotations", "annotation_meta", "depth", "derived_from", "dedupe_hash",
-            "tombstone")
+            "tombstone", "en_tf", "en_length")
 _COPY_CHUNK = 20_000
 _LEXICAL_TABLES = ("catalog_app_lexical_pending", "catalog_app_lexical_document", "catalog_app_lexical_group_stats",
                    "catalog_app_lexical_group", "catalog_app_lexical_block",
@@ -94,6 +94,7 @@ def build(name: str, spec: dict, rebuild: bool, database: str) -> tuple:
     from psycopg.types.json import Jsonb
 
     from catalog_app.bm25_terms import term_frequencies
+    from catalog_app.en_terms import en_term_frequencies
     from catalog_app.catalog.runtime import catalog_for_workspace
     from catalog_app.lexical.analyzers import BM25_V1
     from catalog_app.lexical.backfill import lexical_backfill
@@ -127,11 +128,13 @@ def build(name: str, spec: dict, rebuild: bool, database: str) -> tuple:
             for item in itertools.islice(items, _COPY_CHUNK):
                 text = item["text"]
                 tf, length = term_frequencies(text)
+                en_tf, en_length = en_term_frequencies(text)
                 occurred = item.get("occurred_at") or now.isoformat()
                 copy.write_row((uuid.UUID(int=rng.getrandbits(128), version=4), workspace.pk, spec["collection"],
                                 1, contract, item["entity"], item.get("type", "note"), item.get("key"), "active",
                                 text, Jsonb({**item.get("content", {}), "text": text}), occurred, now, now, now,
-                                Jsonb(tf), length, Jsonb({}), Jsonb({}), Jsonb({}), 0, [], "", False))
+                                Jsonb(tf), length, Jsonb({}), Jsonb({}), Jsonb({}), 0, [], "", False,
+                                Jsonb(en_tf), en_length))
     copied = time.perf_counter() - started
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE catalog_app_record")

@@ -53,7 +53,7 @@ from bench.quality_common import (RESULTS, ROOT, Configuration, add_configs_argu
                                   environment_line, ingest, ir_metrics, ir_run, log, markdown_table, query_vectors,
                                   rrf, run_configuration, selected_configurations, set_torch_threads,
                                   sha256_of, stored_embeddings, wait_ready, write_json)
-from bench.rank_sweep import example_hybrid_rank, sweep  # noqa: E402
+from bench.rank_sweep import example_hybrid_rank, sweep, with_stemmed_bm25  # noqa: E402
 
 DEFAULT_DATA = Path("/work/shared/bench/locomo/locomo-dev.json")
 CATALOG = ROOT / "bench" / "catalogs" / "locomo"
@@ -89,6 +89,12 @@ CONFIGURATIONS = [
                   extra=True),
     Configuration("mix", "view turns_mix: hybrid, .25 bm25 + .25 text_match + .5 similarity (tuned)", "view",
                   {"q": "{q}", "entity": "{entity}", "k": K}, view="turns_mix", group="fused"),
+    Configuration("bm25_en", "text mode ranked by [bm25_en] (stemmed English, en_v1), candidates 1000", "search",
+                  {"q": "{q}", "mode": "text", "scope": SCOPE, "rank": ["bm25_en"], "params": {"candidates": 1000},
+                   "k": K}, group="lexical", extra=True),
+    Configuration("example_en", "hybrid mode, the example catalog's default rank with bm25_en for bm25", "search",
+                  {"q": "{q}", "mode": "hybrid", "scope": SCOPE, "rank": with_stemmed_bm25(example_hybrid_rank()),
+                   "k": K}, group="fused", extra=True),
 ]
 
 # What was tried to reach DRAGON's recall@10, on this dev split (the data README's tuning

@@ -552,6 +552,41 @@ def bm25s_stemmed(corpus_texts: list[str], query_texts: list[str], k: int, *,
     return ranked, time.perf_counter() - started
 
 
+def bm25s_en(corpus_texts: list[str], query_texts: list[str], k: int, *,
+             desc: str = "bm25s (en_v1)") -> tuple[list[list[int]], float]:
+    """The ``bm25_en`` signal's setup in bm25s: PyStemmer English, English stopwords, k1 1.2,
+    b 0.75, Lucene idf, distinct query terms."""
+    import bm25s
+    import Stemmer
+
+    started = time.perf_counter()
+    stemmer = Stemmer.Stemmer("english")
+    retriever = bm25s.BM25(k1=1.2, b=0.75, method="lucene")
+    retriever.index(bm25s.tokenize(corpus_texts, stopwords="en", stemmer=stemmer, show_progress=False),
+                    show_progress=False)
+    query_tokens = bm25s.tokenize(query_texts, stopwords="en", stemmer=stemmer, show_progress=False,
+                                  return_ids=False)
+    ranked = _bm25s_retrieve(retriever, [list(dict.fromkeys(q)) or [""] for q in query_tokens], k,
+                             len(corpus_texts), desc)
+    return ranked, time.perf_counter() - started
+
+
+def paired_bootstrap(values: list[float], baseline: list[float], *, resamples: int = 2000,
+                     seed: int = 0) -> dict:
+    """The mean of ``values - baseline`` (paired per query) and its 95% percentile bootstrap
+    interval over ``resamples`` resamples of the queries."""
+    import numpy as np
+
+    differences = np.asarray(values, dtype=float) - np.asarray(baseline, dtype=float)
+    if differences.size == 0:
+        return {"mean": 0.0, "low": 0.0, "high": 0.0, "queries": 0}
+    rng = np.random.default_rng(seed)
+    means = differences[rng.integers(0, differences.size, (resamples, differences.size))].mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return {"mean": round(float(differences.mean()), 4), "low": round(float(low), 4), "high": round(float(high), 4),
+            "queries": int(differences.size)}
+
+
 def _bm25s_retrieve(retriever, query_tokens: list[list[str]], k: int, n_docs: int, desc: str) -> list[list[int]]:
     ranked = []
     for tokens in progress(query_tokens, desc=f"{desc:>24}", unit="q"):

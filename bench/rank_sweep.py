@@ -68,6 +68,15 @@ def example_hybrid_rank() -> list:
     return yaml.safe_load(EXAMPLE_RANK_FILE.read_text())["variants"]["hybrid"]
 
 
+def with_stemmed_bm25(tree):
+    """``tree`` (a rank expression's list form) with every ``[bm25]`` read as ``[bm25_en]``."""
+    if tree == ["bm25"]:
+        return ["bm25_en"]
+    if isinstance(tree, list):
+        return [with_stemmed_bm25(item) for item in tree]
+    return tree
+
+
 def candidate_pools(workspace, questions: list[tuple[str, str, dict]], *, k: int, desc: str) -> dict:
     """Per question id, the hybrid search's ranked pool as ``(record id, Signals, occurred_at,
     seq)`` for every candidate. ``questions`` are ``(qid, text, scope)``."""
@@ -80,7 +89,8 @@ def candidate_pools(workspace, questions: list[tuple[str, str, dict]], *, k: int
         spec = search_spec_parse({"q": text, "mode": "hybrid", "scope": scope, "rank": EVERY_SIGNAL, "k": k})
         outcome = search_execute(workspace=workspace, spec=spec)
         pools[qid] = [(str(r.row.id), Signals(similarity=r.row.similarity, text_match=r.row.text_match,
-                                              bm25=r.row.bm25, last_accessed=r.row.last_accessed),
+                                              bm25=r.row.bm25, bm25_en=r.row.bm25_en,
+                                              last_accessed=r.row.last_accessed),
                        r.row.occurred_at, r.row.seq) for r in outcome.sources[0].ranked]
     return pools
 

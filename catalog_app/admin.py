@@ -280,7 +280,7 @@ class ReadinessFilter(admin.SimpleListFilter):
 class RecordChangeList(ChangeList):
     # The list shows none of the large JSON columns.
     LIST_DEFERRED = ("content", "scores", "annotations", "annotation_meta", "enrichment_error", "bm25_tf",
-                     "search_vector")
+                     "en_tf", "search_vector")
 
     def get_queryset(self, request, exclude_parameters=None):
         return super().get_queryset(request, exclude_parameters).defer(*self.LIST_DEFERRED)
@@ -307,7 +307,7 @@ class RecordAdmin(ReadOnlyAdmin):
     readonly_fields = fields
 
     def get_queryset(self, request):
-        return super().get_queryset(request).defer("search_vector", "bm25_tf")
+        return super().get_queryset(request).defer("search_vector", "bm25_tf", "en_tf")
 
     def get_changelist(self, request, **kwargs):
         return RecordChangeList

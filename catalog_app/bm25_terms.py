@@ -22,12 +22,15 @@ def bm25_tokens(text: str) -> list[str]:
 
 def query_terms_check(text: str, path: str) -> None:
     """Raise ``422 query_terms`` at ``path`` when ``text`` holds more than ``MAX_QUERY_TERMS``
-    distinct terms (runs of letters and digits, lowercased: its ``bm25_v1`` terms; its English
-    lexemes are at most twice as many). Every lexical statement reads one column per distinct
-    term, and PostgreSQL holds at most 1,664 in a statement's target list, so the limit keeps a
-    question's work bounded and every statement valid, however the text repeats itself."""
+    distinct terms (runs of letters and digits, lowercased: its ``bm25_v1`` terms) or ``en_v1``
+    terms (``catalog_app.en_terms``); its English lexemes are at most twice as many). Every
+    lexical statement reads one column per distinct term, and PostgreSQL holds at most 1,664 in
+    a statement's target list, so the limit keeps a question's work bounded and every statement
+    valid, however the text repeats itself."""
+    from .en_terms import en_tokens  # en_v1's terms can outnumber them (``__`` is one, ``a_b`` joins two)
+
     limit = memseek_setting("MAX_QUERY_TERMS")
-    count = len(set(bm25_tokens(text)))
+    count = max(len(set(bm25_tokens(text))), len(set(en_tokens(text))))
     if count > limit:
         raise ApiError("query_terms", f"{path} has {count} distinct terms (runs of letters and digits); at most "
                                       f"{limit} (MAX_QUERY_TERMS): ask with fewer words", path)

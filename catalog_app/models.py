@@ -133,6 +133,10 @@ class Record(models.Model):
     # row by the BM25 statements, never looked up by term, so not indexed.
     bm25_tf = models.JSONField(default=dict)
     bm25_length = models.PositiveIntegerField(default=0)
+    # Stemmed English BM25 (``en_v1``, catalog_app.en_terms): the same, over stemmed terms. NULL
+    # on records written before the analyzer existed; the index's reconcile fills them in.
+    en_tf = models.JSONField(null=True, default=None)
+    en_length = models.PositiveIntegerField(null=True, default=None)
     search_vector = models.GeneratedField(
         expression=SearchVector("text", config="english"),
         output_field=SearchVectorField(),

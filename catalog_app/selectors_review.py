@@ -19,7 +19,7 @@ from .record_sql import RECORD, current_in_lane
 from .selectors import SYSTEM_COLLECTION
 
 MAX_PER_PAGE = 100
-_UNREAD_COLUMNS = ("search_vector", "bm25_tf")
+_UNREAD_COLUMNS = ("search_vector", "bm25_tf", "en_tf")
 
 _PENDING_SQL = f"""
 WITH heads AS (

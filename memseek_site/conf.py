@@ -57,9 +57,10 @@ DEFAULTS: dict[str, object] = {
     "LEXICAL_SCAN_BYTES_MAX": 4_294_967_296,
     "LEXICAL_RETRIEVAL_SLOTS": 4,
     # Lexical index (catalog_app.lexical): the analyzers the write path maintains, comma-separated
-    # (bm25_v1, english); each one costs every write that makes records visible. Search's BM25
-    # channel reads bm25_v1 and its text channel english; an unmaintained one is scanned instead.
-    "LEXICAL_ANALYZERS": "bm25_v1,english",
+    # (bm25_v1, english, en_v1); each one costs every write that makes records visible. Search's
+    # BM25 channel reads bm25_v1, its text channel english, the bm25_en signal en_v1; an
+    # unmaintained one is scanned instead.
+    "LEXICAL_ANALYZERS": "bm25_v1,english,en_v1",
     # How many logged posting changes of a workspace make the write that reaches them enqueue a
     # compaction of its blocks (catalog_app.lexical.compaction); a query reads what is logged
     # from the posting rows, so fewer is faster to read, more is less compaction work

@@ -22,6 +22,7 @@ from memseek_site.conf import memseek_setting
 from memseek_site.parallel import run_all
 
 from .backends import backend_for
+from .engine.bm25 import LEXICAL_SIGNALS
 from .engine.candidates import QueryContext
 from .engine.outcome import (RankedRow, SearchOutcome, SourceRun, final_hits, fused_pool, graph_boosted_pool,
                              single_pool)
@@ -108,7 +109,7 @@ def _run_source(spec: SearchSpec, resolved: ResolvedSource, context, now: dateti
     backend = backend_for(resolved.backend)
     early_reload = partial(backend.reload_by_id, resolved, context, reads=reads, bodies=bodies)
     with trace.stage("candidates", resolved):
-        ids, bm25, reloaded = backend.candidate_ids(resolved, context, bm25="bm25" in reads,
+        ids, bm25, reloaded = backend.candidate_ids(resolved, context, bm25=reads & LEXICAL_SIGNALS.keys(),
                                                     early_reload=early_reload, trace=trace)
     trace.produced("candidates", ids, resolved)
     with trace.stage("reload", resolved):
@@ -124,8 +125,8 @@ def _run_source(spec: SearchSpec, resolved: ResolvedSource, context, now: dateti
             ranked = [RankedRow(row, None) for row in order_structured(survivors, resolved.source.order_by,
                                                                        field_value=field_value)]
     else:
-        signals = [Signals(similarity=row.similarity, text_match=row.text_match, bm25=row.bm25, scores=row.scores,
-                           created_at=row.created_at, occurred_at=row.occurred_at,
+        signals = [Signals(similarity=row.similarity, text_match=row.text_match, bm25=row.bm25, bm25_en=row.bm25_en,
+                           scores=row.scores, created_at=row.created_at, occurred_at=row.occurred_at,
                            last_accessed=row.last_accessed) for row in survivors]
         with trace.stage("rank", resolved):
             values = evaluate_rank(resolved.rank, signals, now, path="rank")

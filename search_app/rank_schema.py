@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from catalog_app.catalog.runtime import catalog_for_workspace
+from catalog_app.en_terms import EN_STOPWORDS, STEMMER
 from memseek_site.conf import memseek_setting
 
 from .engine.bm25 import B, IDF_FORMULA, K1, SCORE_FORMULA
@@ -41,10 +42,21 @@ def rank_schema(*, workspace) -> dict:
 
 
 def ranking_catalog() -> dict:
-    """The immutable ranking profiles (lexical-search.md ``bm25_v1``) beside this server's
-    execution capacity for them: the scan ceilings and concurrent retrieval slots (operator
-    settings, not part of the profile)."""
-    return {"bm25_v1": {
+    """The immutable ranking profiles (lexical-search.md ``bm25_v1``; ``en_v1``, the stemmed
+    English terms the ``bm25_en`` signal scores) beside this server's execution capacity for
+    ``bm25_v1``: the scan ceilings and concurrent retrieval slots (operator settings, not part of
+    the profile)."""
+    return {"en_v1": {
+        "signal": "bm25_en",
+        "route": "the bm25_en rank signal (POST /search, views, sources of a fused search)",
+        "tokens": "lowercased, split into runs of two or more word characters (regular expression "
+                  "(?u)\\b\\w\\w+\\b, so one-character tokens are dropped and _ joins words), stopwords "
+                  "removed, each token stemmed by Snowball's english stemmer; length counts the tokens left; "
+                  "query terms deduplicated; record text only, never metadata",
+        "stopwords": sorted(EN_STOPWORDS), "stemmer": f"Snowball {STEMMER} (PyStemmer)",
+        "k1": K1, "b": B, "idf": IDF_FORMULA, "score": SCORE_FORMULA,
+        "ties": "ascending record UUID",
+    }, "bm25_v1": {
         "route": "POST /search/lexical",
         "tokens": "split on every non-alphanumeric Unicode character, lowercased; no stemming, stopwords or "
                   "Unicode normalisation; query terms deduplicated; record text only, never metadata",

@@ -16,7 +16,7 @@ from django.db import connection
 
 from ..binary_rows import binary_rows
 from ..record_sql import RECORD, current_in_lane, live, source_bytes
-from .analyzers import Analyzer, maintained_analyzers
+from .analyzers import Analyzer, maintained_analyzers, stored_columns
 from .blocks import ROW, block_bytes, decode, packed_rows
 from .tables import BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, GROUP_STATS, PENDING, SOURCE_TOTALS, group_of
 
@@ -140,9 +140,8 @@ def _compared(where: str, held: dict, expected: dict, extra: str) -> list[str]:
 def _visible(analyzer: Analyzer) -> str:
     """The visible records with their group (0 when the index has no group row for them, which
     ``_documents`` reports) and length."""
-    return (f"SELECT r.seq, r.id, coalesce(g.id, 0) AS group_id, {analyzer.length_sql} AS length, r.bm25_tf, "
-            "r.search_vector "
-            f"FROM {RECORD} r LEFT JOIN {GROUP} g ON {group_of('r', 'g')} "
+    return (f"SELECT r.seq, r.id, coalesce(g.id, 0) AS group_id, {analyzer.length_sql} AS length, "
+            f"{stored_columns('r')} FROM {RECORD} r LEFT JOIN {GROUP} g ON {group_of('r', 'g')} "
             f"WHERE r.workspace_id = %(ws)s AND {live('r')} AND {current_in_lane('r').sql}")
 
 

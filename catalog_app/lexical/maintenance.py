@@ -28,7 +28,7 @@ from django.db import connection
 
 from ..record_sql import RECORD, current_in_lane, live, same_lane, source_bytes
 from ..write_locks import entity_locks, workspace_lock_shared
-from .analyzers import Analyzer, maintained_analyzers
+from .analyzers import Analyzer, maintained_analyzers, stored_columns
 from .compaction import lexical_compaction_due
 from .blocks import packed_rows
 from .tables import CHANGE, DOCUMENT, GROUP, GROUP_COLUMNS, GROUP_STATS, PENDING, SOURCE_TOTALS, group_of, group_values
@@ -90,11 +90,13 @@ def lexical_reconcile(cursor, seqs: Sequence[int]) -> tuple[int, int]:
     if not seqs:
         return 0, 0
     cursor.execute(f"{_STATE} WHERE r.seq = ANY(%s)", [list(seqs)])
-    return _reconcile(cursor, [row[1:] for row in cursor.fetchall()])
+    return _reconcile(cursor, [row[1:] for row in cursor.fetchall()], prepare_all=True)
 
 
-def _reconcile(cursor, rows: Sequence[tuple[int, bool, list[int]]]) -> tuple[int, int]:
-    """``lexical_reconcile`` given the (seq, visible, indexed analyzers) of the records."""
+def _reconcile(cursor, rows: Sequence[tuple[int, bool, list[int]]], prepare_all: bool = False) -> tuple[int, int]:
+    """``lexical_reconcile`` given the (seq, visible, indexed analyzers) of the records. Each
+    analyzer's ``prepare`` runs for the records it adds, or with ``prepare_all`` (the backfill)
+    for every one of ``rows``, so that once the backfill is done no record lacks its terms."""
     plans = []
     for analyzer in maintained_analyzers():
         add = sorted(seq for seq, visible, indexed in rows if visible and analyzer.code not in indexed)
@@ -106,6 +108,11 @@ def _reconcile(cursor, rows: Sequence[tuple[int, bool, list[int]]]) -> tuple[int
         columns = ", ".join(GROUP_COLUMNS)
         cursor.execute(f"INSERT INTO {GROUP} ({columns}) SELECT DISTINCT {group_values('r')} FROM {RECORD} r "
                        "WHERE r.seq = ANY(%s) ORDER BY 1, 2, 3, 4, 5, 6 ON CONFLICT DO NOTHING", [added])
+    for analyzer in maintained_analyzers():
+        plan = next((add for planned, add, _ in plans if planned is analyzer), [])
+        prepare = [seq for seq, _, _ in rows] if prepare_all else plan
+        if analyzer.prepare is not None and prepare:
+            analyzer.prepare(cursor, prepare)
     if plans:
         _apply(cursor, plans)
     return sum(len(add) for _, add, _ in plans), sum(len(remove) for _, _, remove in plans)
@@ -128,7 +135,7 @@ def _apply(cursor, plans: list[tuple[Analyzer, list[int], list[int]]]) -> None:
             f"log{i} AS (INSERT INTO {CHANGE} (workspace_id, analyzer, seq) SELECT r.workspace_id, %(analyzer{i})s,"
             f" r.seq FROM {RECORD} r WHERE r.seq = ANY(%(changed{i})s) ORDER BY r.seq RETURNING id, workspace_id),"
             f" first{i} AS (SELECT workspace_id, min(id) AS id FROM log{i} GROUP BY workspace_id),"
-            f" src{i} AS MATERIALIZED (SELECT r.seq, r.workspace_id, r.id, r.bm25_tf, r.search_vector,"
+            f" src{i} AS MATERIALIZED (SELECT r.seq, r.workspace_id, r.id, {stored_columns('r')},"
             f" g.id AS group_id, {analyzer.length_sql} AS length FROM {RECORD} r JOIN {GROUP} g ON {group_of('r', 'g')}"
             f" WHERE r.seq = ANY(%(add{i})s)),"
             f" pending{i} AS (INSERT INTO {PENDING} (workspace_id, analyzer, term, change_id, data)"

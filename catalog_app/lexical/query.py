@@ -25,7 +25,7 @@ from memseek_site.errors import ApiError
 
 from ..binary_rows import binary_rows
 from ..record_sql import RECORD, id_array
-from .analyzers import Analyzer, analyzer_get, maintained_analyzers
+from .analyzers import Analyzer, analyzer_get, maintained_analyzers, stored_columns
 from .block_cache import BLOCKS
 from .blocks import ROW, block_bytes, decode_into, packed_rows
 from .scoring import TermPostings, best_k, contribution, idf, is_among, slots_of, top_candidates
@@ -315,7 +315,7 @@ def _read(workspace_id: int, analyzer: Analyzer, terms: tuple[str, ...],
         stats_params = entity_params
         watermark, watermark_params = "SELECT 0::bigint", []
         rows = (f"SELECT t.term, {packed_rows('x')} AS postings FROM (SELECT d.seq, d.group_id, d.length, "
-                f"r.bm25_tf, r.search_vector {entity}) r {analyzer.postings_sql} WHERE t.term = ANY(%s) "
+                f"{stored_columns('r')} {entity}) r {analyzer.postings_sql} WHERE t.term = ANY(%s) "
                 "GROUP BY t.term")
         rows_params = [*entity_params, list(terms)]
         members, members_params = "SELECT NULL::bytea", []

@@ -227,7 +227,7 @@ _ROW_TYPES = (("id", "uuid"), ("collection", "text"), ("collection_version", "in
               ("annotations", "jsonb"), ("annotation_meta", "jsonb"), ("depth", "integer"),
               ("derived_from", "uuid[]"), ("dedupe_key", "text"), ("dedupe_hash", "text"),
               ("occurred_at", "timestamptz"), ("ready", "boolean"), ("tombstone", "boolean"),
-              ("bm25_tf", "jsonb"), ("bm25_length", "integer"),
+              ("bm25_tf", "jsonb"), ("bm25_length", "integer"), ("en_tf", "jsonb"), ("en_length", "integer"),
               # Only an import (``workspace_import``) carries these; a write leaves them out (NULL).
               ("created_at", "timestamptz"), ("last_accessed", "timestamptz"), ("enriched_at", "timestamptz"),
               ("access_count", "integer"), ("run_id", "uuid"), ("enrichment_error", "jsonb"))
@@ -238,7 +238,7 @@ _COMPUTED = {"workspace_id": "%s", "occurred_at": "COALESCE(u.occurred_at, now()
 _COLUMNS = ("id", "workspace_id", "collection", "collection_version", "collection_hash", "entity", "type", "key",
             "status", "text", "content", "scores", "annotations", "annotation_meta", "depth", "derived_from",
             "dedupe_key", "dedupe_hash", "occurred_at", "created_at", "last_accessed", "enriched_at", "tombstone",
-            "bm25_tf", "bm25_length", "access_count", "run_id", "enrichment_error")
+            "bm25_tf", "bm25_length", "en_tf", "en_length", "access_count", "run_id", "enrichment_error")
 _INSERT = (f"INSERT INTO {RECORD} ({', '.join(_COLUMNS)}) "
            f"SELECT {', '.join(_COMPUTED.get(column, f'u.{column}') for column in _COLUMNS)} "
            f"FROM ROWS FROM (jsonb_to_recordset(%s) AS ({', '.join(f'{name} {kind}' for name, kind in _ROW_TYPES)})) "
@@ -258,7 +258,7 @@ def _row_json(record_id: uuid.UUID, record: PreparedRecord, depth: int) -> dict:
             "dedupe_key": record.dedupe_key, "dedupe_hash": record.dedupe_hash,
             "occurred_at": record.occurred_at.isoformat() if record.occurred_at is not None else None,
             "ready": record.ready_at_insert, "tombstone": record.tombstone, "bm25_tf": record.bm25_tf,
-            "bm25_length": record.bm25_length}
+            "bm25_length": record.bm25_length, "en_tf": record.en_tf, "en_length": record.en_length}
 
 
 def records_insert_rows(*, workspace: Workspace, rows: list[dict]) -> set[uuid.UUID]:

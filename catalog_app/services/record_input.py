@@ -22,6 +22,7 @@ from memseek_site.parsing import (PUBLIC_NAME, fail, parse_bool, parse_datetime,
                                   parse_string, parse_uuid, type_name)
 
 from ..bm25_terms import term_frequencies
+from ..en_terms import en_term_frequencies
 from ..catalog.collections import PLACEHOLDER, Collection
 from ..catalog.hashing import canonical_form, canonical_json
 from ..catalog.processors import Processor
@@ -59,6 +60,8 @@ class PreparedRecord:
     dedupe_hash: str
     bm25_tf: dict
     bm25_length: int
+    en_tf: dict
+    en_length: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,8 +133,9 @@ def prepare_record(raw, catalog: Catalog, processor_hashes: dict[str, str], now:
                     tombstone=tombstone, dedupe_key=dedupe_key, derived_from=derived_from, occurred_at=occurred_at,
                     ready_at_insert=ready, pending_processors=pending)
     bm25_tf, bm25_length = term_frequencies(text)
+    en_tf, en_length = en_term_frequencies(text)
     return PreparedRecord(**prepared, dedupe_hash=_dedupe_hash(prepared, item, content_form), bm25_tf=bm25_tf,
-                          bm25_length=bm25_length)
+                          bm25_length=bm25_length, en_tf=en_tf, en_length=en_length)
 
 
 def _resolve_collection(catalog: Catalog, name: str, version) -> Collection:

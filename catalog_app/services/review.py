@@ -37,7 +37,7 @@ from ..record_sql import current_in_lane_q, lane_of
 from ..write_locks import entity_locks, workspace_lock_shared
 from .record_ingest import record_ingest_batch
 
-_UNREAD_COLUMNS = ("search_vector", "bm25_tf")
+_UNREAD_COLUMNS = ("search_vector", "bm25_tf", "en_tf")
 
 
 @transaction.atomic

@@ -26,6 +26,7 @@ from memseek_site.errors import ApiError
 from memseek_site.parsing import fail
 
 from ..bm25_terms import term_frequencies
+from ..en_terms import en_term_frequencies
 from ..catalog.registry import FAMILIES
 from ..catalog.hashing import definition_hash, vector_text_and_hash
 from ..catalog.runtime import catalog_for_workspace
@@ -294,6 +295,7 @@ def _insert(workspace: Workspace, records: list[ImportRecord], mapping: dict, se
 
 def _row(record: ImportRecord, mapping: dict) -> dict:
     bm25_tf, bm25_length = term_frequencies(record.text)
+    en_tf, en_length = en_term_frequencies(record.text)
     return {"id": str(mapping[record.id]), "collection": record.collection,
             "collection_version": record.collection_version, "collection_hash": record.collection_hash,
             "entity": record.entity, "type": record.type, "key": record.key, "status": record.status,
@@ -303,6 +305,7 @@ def _row(record: ImportRecord, mapping: dict) -> dict:
             "dedupe_key": record.dedupe_key, "dedupe_hash": record.dedupe_hash,
             "occurred_at": record.occurred_at.isoformat(), "ready": record.enriched_at is not None,
             "tombstone": record.tombstone, "bm25_tf": bm25_tf, "bm25_length": bm25_length,
+            "en_tf": en_tf, "en_length": en_length,
             "created_at": record.created_at.isoformat(), "last_accessed": record.last_accessed.isoformat(),
             "enriched_at": None if record.enriched_at is None else record.enriched_at.isoformat(),
             "access_count": record.access_count, "run_id": None if record.run_id is None else str(record.run_id),

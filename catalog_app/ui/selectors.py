@@ -19,7 +19,7 @@ from ..record_sql import lane_of
 
 LIST_COLUMNS = ("id", "seq", "entity", "collection", "collection_version", "type", "key", "status", "text",
                 "tombstone", "enriched_at", "occurred_at", "created_at")
-_UNREAD_COLUMNS = ("search_vector", "bm25_tf")
+_UNREAD_COLUMNS = ("search_vector", "bm25_tf", "en_tf")
 CHILDREN_SHOWN = 50
 CHAIN_SIDE = 12
 

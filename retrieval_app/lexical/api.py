@@ -48,7 +48,8 @@ _SEARCH_SCOPE = {"$ref": "#/components/schemas/SearchSpec.scope"}
 @closed_request
 class LexicalQuerySerializer(serializers.Serializer):
     text = SchemaField({**string_schema(max_length=memseek_setting("MAX_QUERY_CHARS")), "pattern": TERM_CHARACTER},
-                       help_text="At least one bm25_v1 term (a run of letters or digits).")
+                       help_text="At least one term under query.analyzer (bm25_v1: a run of letters or "
+                                 "digits; en_v1: a word of two or more characters, not a stopword).")
     limit = SchemaField(int_schema(minimum=1, maximum=request.MAX_LIMIT, default=request.DEFAULT_LIMIT),
                         required=False)
     scan_limit = SchemaField(int_schema(minimum=1, maximum=memseek_setting("LEXICAL_SCAN_ROWS_MAX"),
@@ -63,6 +64,9 @@ class LexicalQuerySerializer(serializers.Serializer):
                        help_text="One record type.")
     tag = SchemaField({**string_schema(max_length=request.TAG_CHARS), "type": ["string", "null"]}, required=False,
                       help_text="A value of the collection's declared `tags` field.")
+    analyzer = SchemaField({"type": "string", "enum": list(request.ANALYZERS), "default": "bm25_v1"}, required=False,
+                           help_text="The ranking profile: bm25_v1 (default) or en_v1, stemmed English terms (the "
+                                     "bm25_en signal's); both in GET /rank/schema's ranking catalog.")
 
 
 @closed_request

@@ -3,8 +3,9 @@
 Keys are those of lexical-search.md, with Memseek's search scope in place of the page's scope
 object (spec/README.md) and ``query.type`` for the page's ``episode_type``. Every problem is
 ``400`` with the dotted path of the offending value: ``lexical_request`` for the shape (unknown
-keys, wrong types, a mode or contract version other than the page's, invalid limits),
-``lexical_query_terms`` for text with no ``bm25_v1`` term (punctuation only), and
+keys, wrong types, a mode or contract version other than the page's, invalid limits, an
+analyzer other than ``bm25_v1`` and ``en_v1``), ``lexical_query_terms`` for text with no term
+under the analyzer (punctuation only; for ``en_v1`` also one-character words and stopwords), and
 ``retrieval_scan_limit`` for a scan budget above its configured ceiling.
 """
 from __future__ import annotations
@@ -13,7 +14,7 @@ import uuid
 from dataclasses import dataclass
 from functools import partial
 
-from catalog_app.bm25_terms import bm25_query_terms
+from catalog_app.lexical.analyzers import analyzer_get
 from memseek_site.conf import memseek_setting
 from memseek_site.errors import RequestError
 from memseek_site.parsing import PUBLIC_NAME, parse_int, parse_object, parse_string, parse_uuid
@@ -27,7 +28,11 @@ DEFAULT_SCAN_LIMIT = 10_000
 DEFAULT_SCAN_BYTES_LIMIT = 8_388_608
 TAG_CHARS = 255
 _KEYS = ("contract_version", "mode", "scope", "query")
-_QUERY_KEYS = ("text", "limit", "scan_limit", "scan_bytes_limit", "after", "type", "tag")
+_QUERY_KEYS = ("text", "limit", "scan_limit", "scan_bytes_limit", "after", "type", "tag", "analyzer")
+# The ranking profiles this route scores (``query.analyzer``): those stored at write time.
+ANALYZERS = ("bm25_v1", "en_v1")
+_TERMS_ARE = {"bm25_v1": "bm25_v1 terms are runs of letters and digits",
+              "en_v1": "en_v1 terms are words of two or more characters other than stopwords"}
 
 
 class LexicalRequestError(RequestError):
@@ -44,13 +49,14 @@ _int = partial(parse_int, error=LexicalRequestError)
 class LexicalRequest:
     scope: Scope
     text: str
-    terms: tuple[str, ...]  # distinct bm25_v1 terms, first-seen order; never empty
+    terms: tuple[str, ...]  # distinct terms under ``analyzer``, first-seen order; never empty
     limit: int
     scan_limit: int
     scan_bytes_limit: int
     after: uuid.UUID | None  # exclusive source-row cursor
     type: str | None  # the page's episode_type: one record type
     tag: str | None  # a value of the collection's declared ``tags`` field
+    analyzer: str = "bm25_v1"  # the ranking profile: bm25_v1 or en_v1 (stemmed English)
 
 
 def parse_lexical_request(raw) -> LexicalRequest:
@@ -69,12 +75,16 @@ def parse_lexical_request(raw) -> LexicalRequest:
     query = _object(doc["query"], "query", allowed=_QUERY_KEYS, required=("text",))
     text = parse_string(query["text"], "query.text", max_length=memseek_setting("MAX_QUERY_CHARS"),
                         error=LexicalRequestError)
-    terms = tuple(bm25_query_terms(text))
+    analyzer = query.get("analyzer", "bm25_v1")
+    if not isinstance(analyzer, str) or analyzer not in ANALYZERS:
+        raise LexicalRequestError("lexical_request", f"must be one of {', '.join(ANALYZERS)}, got {analyzer!r}",
+                                  "query.analyzer")
+    terms = tuple(analyzer_get(analyzer).query_terms(text))
     if not terms:
-        raise LexicalRequestError("lexical_query_terms", "holds no searchable term: bm25_v1 terms are runs of "
-                                  "letters and digits", "query.text")
+        raise LexicalRequestError("lexical_query_terms", f"holds no searchable term: {_TERMS_ARE[analyzer]}",
+                                  "query.text")
     return LexicalRequest(
-        scope=scope, text=text, terms=terms,
+        scope=scope, text=text, terms=terms, analyzer=analyzer,
         limit=_int(query.get("limit", DEFAULT_LIMIT), "query.limit", minimum=1, maximum=MAX_LIMIT),
         scan_limit=_budget(query, "scan_limit", DEFAULT_SCAN_LIMIT, "LEXICAL_SCAN_ROWS_MAX"),
         scan_bytes_limit=_budget(query, "scan_bytes_limit", DEFAULT_SCAN_BYTES_LIMIT, "LEXICAL_SCAN_BYTES_MAX"),

@@ -54,7 +54,7 @@ def lexical_scan(corpus: LexicalCorpus, request: LexicalRequest) -> LexicalPage:
     if request.after is not None:
         source_sql += " AND r.id > %s"
         source_params.append(request.after)
-    join, join_params = terms_join(terms)
+    join, join_params = terms_join(terms, request.analyzer)
     tcols = "".join(f", b.t{i}" for i in range(len(terms)))
     dfs = "".join(f", count(d.t{i})::float8 AS df{i}" for i in range(len(terms)))
     shares = " OR ".join(f"d.t{i} IS NOT NULL" for i in range(len(terms)))

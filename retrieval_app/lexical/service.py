@@ -19,9 +19,6 @@ from .request import CONTRACT_VERSION, MODE, LexicalRequest, parse_lexical_reque
 from .scan import LexicalPage, lexical_scan
 from .slots import retrieval_slot
 
-RANKING_VERSION = "bm25_v1"
-
-
 def lexical_search(*, workspace: Workspace, body) -> dict:
     """The response to ``body``. Raises ``ApiError``: 400 for the request, 503 ``retrieval_busy``,
     500 ``retrieval_inconsistency``."""
@@ -35,7 +32,7 @@ def lexical_search(*, workspace: Workspace, body) -> dict:
         "contract_version": CONTRACT_VERSION,
         "scope": _scope_echo(request, corpus),
         "mode": MODE,
-        "ranking_version": RANKING_VERSION,
+        "ranking_version": request.analyzer,
         "page": {
             "hits": [{"record": records[record_id], "score": score} for record_id, score in page.hits],
             "matched_records": page.matched,

@@ -15,7 +15,8 @@ _RankSchema = inline_serializer("RankSchema", {
     "variants": serializers.JSONField(), "profiles": serializers.JSONField(), "bindings": serializers.JSONField(),
     "backends": serializers.JSONField(),
     "ranking": serializers.JSONField(help_text="{bm25_v1: {k1, b, idf, score, tokens, ties, route, capacity: "
-                                     "{scan_records_max, scan_bytes_max, retrieval_slots}}}")})
+                                     "{scan_records_max, scan_bytes_max, retrieval_slots}}, en_v1: {signal, k1, b, "
+                                     "idf, score, tokens, stopwords, stemmer, ties, route}}")})
 
 
 class RankSchemaView(APIView):

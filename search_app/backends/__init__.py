@@ -9,7 +9,7 @@ Every backend passes the shared contract tests (``tests/search_app/backend_contr
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from typing import Protocol
 
 from ..engine.bm25 import Bm25Stats
@@ -30,21 +30,23 @@ class CandidateBackend(Protocol):
     NAME: str
     CAPABILITIES: tuple[str, ...]
 
-    def candidate_ids(self, resolved: ResolvedSource, context: QueryContext, *, bm25: bool = False,
+    def candidate_ids(self, resolved: ResolvedSource, context: QueryContext, *, bm25: Collection[str] = (),
                       early_reload: Callable[[list[uuid.UUID]], Reloaded] | None = None,
-                      trace: Trace = NO_TRACE) -> tuple[list[uuid.UUID], Bm25Stats | None, Reloaded]:
+                      trace: Trace = NO_TRACE) -> tuple[list[uuid.UUID], dict[str, Bm25Stats], Reloaded]:
         """At most ``resolved.source.candidate_cap()`` ids in the mode's proposal order; the BM25
-        statistics of the source's scope when ``bm25``; rows reloaded early by ``early_reload``.
+        statistics of the source's scope for each exact-BM25 signal in ``bm25`` (``bm25``,
+        ``bm25_en``: ``engine.bm25.LEXICAL_SIGNALS``), by signal; rows reloaded early by ``early_reload``.
         Each channel's query runs inside ``trace.stage("channel <name>", resolved)`` on the
         thread that issues it (``engine.trace.SEARCH_STAGES`` names the channels)."""
 
     def reload_rows(self, resolved: ResolvedSource, context: QueryContext, ids: list[uuid.UUID],
-                    bm25: Bm25Stats | None = None, *, reads: frozenset[str], bodies: bool = True,
+                    bm25: Mapping[str, Bm25Stats] | None = None, *, reads: frozenset[str], bodies: bool = True,
                     reloaded: Reloaded | None = None) -> list[CanonicalRow]:
         """The ids still in scope, in ``ids`` order, with the signals of ``reads`` recomputed."""
 
     def reload_by_id(self, resolved: ResolvedSource, context: QueryContext, ids: list[uuid.UUID],
-                     bm25: Bm25Stats | None = None, *, reads: frozenset[str], bodies: bool = True) -> Reloaded:
+                     bm25: Mapping[str, Bm25Stats] | None = None, *, reads: frozenset[str],
+                     bodies: bool = True) -> Reloaded:
         """Every id of ``ids`` mapped to its canonical row, or None when out of scope."""
 
     def with_bodies(self, rows: list[CanonicalRow]) -> list[CanonicalRow]:

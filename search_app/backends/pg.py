@@ -5,8 +5,8 @@ so a filtered search still fills its pool, and every proposal is reloaded with t
 scope (``reload_rows``) and re-checked in Python before ranking. Vector candidates use the
 space's partial HNSW index with ``hnsw.ef_search`` at least the pool size and iterative
 scans, so selective filters still fill the pool. The lexical channels (text: the query's
-English lexemes; BM25: its ``bm25_v1`` terms) read the term index, or the exact scan for a
-scope the index does not hold (``pg_index``).
+English lexemes; BM25: its ``bm25_v1`` terms, or its ``en_v1`` terms for ``bm25_en``) read the
+term index, or the exact scan for a scope the index does not hold (``pg_index``).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import json
 import re
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from functools import partial
 
@@ -27,7 +27,7 @@ from catalog_app.record_sql import (EMBEDDING, RECORD, Clause, embedding_rows, i
 from memseek_site.conf import memseek_setting
 from memseek_site.parallel import run_all
 
-from ..engine.bm25 import Bm25Stats
+from ..engine.bm25 import LEXICAL_SIGNALS, Bm25Stats
 from ..engine.candidates import CanonicalRow, QueryContext, Reloaded, interleave
 from ..engine.profiles import BACKEND_CAPABILITIES
 from ..engine.resolve import ResolvedSource
@@ -104,15 +104,16 @@ def match_count(where: Clause, workspace_id: int, query: str, vector: tuple[list
         cursor.execute(f"SELECT count(*) FROM ({' UNION '.join(parts)}) hidden", params)
         return int(cursor.fetchone()[0])
 
-def candidate_ids(resolved: ResolvedSource, context: QueryContext, *, bm25: bool = False,
+def candidate_ids(resolved: ResolvedSource, context: QueryContext, *, bm25: Collection[str] = (),
                   early_reload: Callable[[list[uuid.UUID]], Reloaded] | None = None,
-                  trace: Trace = NO_TRACE) -> tuple[list[uuid.UUID], Bm25Stats | None, Reloaded]:
-    """At most the source's candidate cap of ids, in the mode's proposal order, and with
-    ``bm25`` (the rank reads the bm25 signal; text and hybrid mode) the source's BM25
-    statistics, whose exact-BM25 candidates join the text channel.
+                  trace: Trace = NO_TRACE) -> tuple[list[uuid.UUID], dict[str, Bm25Stats], Reloaded]:
+    """At most the source's candidate cap of ids, in the mode's proposal order, and for each
+    exact-BM25 signal in ``bm25`` (those the rank reads among ``engine.bm25.LEXICAL_SIGNALS``:
+    ``bm25``, ``bm25_en``; text and hybrid mode) the source's BM25 statistics under its
+    analyzer, keyed by signal; each signal's exact-BM25 candidates join the text channel.
 
-    With ``early_reload`` (``reload_by_id`` bound to the source, for a hybrid search that does not
-    read bm25), each channel, on its own thread as soon as it answers, reloads the ids certain to
+    With ``early_reload`` (``reload_by_id`` bound to the source, for a hybrid search that reads
+    no BM25 signal), each channel, on its own thread as soon as it answers, reloads the ids certain to
     be merged: its first ``cap // channels`` (``interleave`` reaches that position in every
     channel before the pool can fill). Only the last channel to answer skips it, so what is left
     for the merged reload is that channel's ids and the few others merged beyond the share.
@@ -122,27 +123,29 @@ def candidate_ids(resolved: ResolvedSource, context: QueryContext, *, bm25: bool
     cap = resolved.source.candidate_cap()
     if mode in ("vector", "recent", "structured"):  # bm25 is a text and hybrid signal (spec check)
         channel = {"vector": _vector, "recent": _recent, "structured": _structured}[mode]
-        return _traced(trace, mode, channel, resolved, context, cap)(), None, {}
+        return _traced(trace, mode, channel, resolved, context, cap)(), {}, {}
     # The channels are independent queries: run concurrently (memseek_site.parallel), merged in
     # this fixed order whichever finishes first.
+    signals = [signal for signal in LEXICAL_SIGNALS if signal in bm25]
     lexical = [_traced(trace, "text", _text, resolved, context, cap)]
-    if bm25:
-        lexical.append(_traced(trace, "bm25", bm25_candidates, resolved, context.workspace_id, context.q, cap))
+    lexical += [_traced(trace, signal, bm25_candidates, resolved, context.workspace_id, context.q, cap,
+                        LEXICAL_SIGNALS[signal]) for signal in signals]
     if mode == "hybrid":
         channels = [_traced(trace, "vector", _vector, resolved, context, cap), *lexical,
                     _traced(trace, "recent", _recent, resolved, context, cap)]
     else:
         channels = lexical
-    if early_reload is not None and mode == "hybrid" and not bm25:
+    if early_reload is not None and mode == "hybrid" and not signals:
         share, waiting = cap // len(channels), _Countdown(len(channels))
         answers = run_all([partial(_then_reload, channel, early_reload, share, waiting) for channel in channels])
         reloaded = {row_id: row for _, rows in answers for row_id, row in rows.items()}
-        return interleave([ids for ids, _ in answers], cap), None, reloaded
+        return interleave([ids for ids, _ in answers], cap), {}, reloaded
     results = run_all(channels)
-    stats = None
-    if bm25:  # the BM25 channel comes right after the text channel and answers (stats, ids)
-        position = channels.index(lexical[0]) + 1
-        stats, results[position] = results[position]
+    stats = {}
+    # The BM25 channels come right after the text channel, in ``signals`` order, and answer (stats, ids).
+    position = channels.index(lexical[0]) + 1
+    for offset, signal in enumerate(signals):
+        stats[signal], results[position + offset] = results[position + offset]
     return interleave(results, cap), stats, {}
 
 
@@ -253,13 +256,13 @@ _NO_BODIES = "NULL::text, NULL::text"
 
 
 def reload_rows(resolved: ResolvedSource, context: QueryContext, ids: list[uuid.UUID],
-                bm25: Bm25Stats | None = None, *, reads: frozenset[str], bodies: bool = True,
+                bm25: Mapping[str, Bm25Stats] | None = None, *, reads: frozenset[str], bodies: bool = True,
                 reloaded: Reloaded | None = None) -> list[CanonicalRow]:
     """Fetch the proposed ids again under the source's scope, with the signals of ``reads`` (the
-    rank's signal operators) among similarity, text_match and (given statistics) bm25
-    recomputed from canonical data where the mode has them; the others stay None. Order
-    follows ``ids``. With ``bodies=False`` text and content are left out (None): ranking reads
-    neither, and ``with_bodies`` fetches them for the rows that are kept. Ids in ``reloaded``
+    rank's signal operators) among similarity, text_match and (given their statistics in
+    ``bm25``, by signal) bm25 and bm25_en recomputed from canonical data where the mode has them;
+    the others stay None. Order follows ``ids``. With ``bodies=False`` text and content are left
+    out (None): ranking reads neither, and ``with_bodies`` fetches them for the rows that are kept. Ids in ``reloaded``
     (an earlier reload with the same arguments: ``reload_by_id``) are taken from it."""
     known = reloaded or {}
     found = reload_by_id(resolved, context, [i for i in ids if i not in known], bm25, reads=reads, bodies=bodies)
@@ -268,7 +271,8 @@ def reload_rows(resolved: ResolvedSource, context: QueryContext, ids: list[uuid.
 
 
 def reload_by_id(resolved: ResolvedSource, context: QueryContext, ids: list[uuid.UUID],
-                 bm25: Bm25Stats | None = None, *, reads: frozenset[str], bodies: bool = True) -> Reloaded:
+                 bm25: Mapping[str, Bm25Stats] | None = None, *, reads: frozenset[str],
+                 bodies: bool = True) -> Reloaded:
     """``reload_rows``'s one statement: every id of ``ids``, mapped to its row, or to None when
     the record is out of the source's scope."""
     if not ids:
@@ -289,12 +293,22 @@ def reload_by_id(resolved: ResolvedSource, context: QueryContext, ids: list[uuid
         params.append(distinct_words(context.q))
     else:
         text_match = "NULL::text"
-    join, join_params = terms_join(bm25.terms) if bm25 is not None and bm25.usable else ("", [])
-    bm25_sql, bm25_params = score_expression(bm25) if bm25 is not None else ("NULL::float8", [])
-    params.extend(bm25_params)
+    scores, joins, join_params = [], [], []
+    for index, (signal, analyzer) in enumerate(LEXICAL_SIGNALS.items()):
+        stats = (bm25 or {}).get(signal)
+        if stats is None:
+            scores.append(f"NULL::float8 AS {signal}")
+            continue
+        if stats.usable:
+            join, more = terms_join(stats.terms, analyzer, f"b{index}")
+            joins.append(join)
+            join_params.extend(more)
+        score_sql, score_params = score_expression(stats, f"b{index}")
+        scores.append(f"{score_sql} AS {signal}")
+        params.extend(score_params)
     columns = _COLUMNS.format(bodies=_BODIES if bodies else _NO_BODIES)
-    sql = (f"SELECT {columns}, {similarity} AS similarity, {text_match} AS text_match, {bm25_sql} AS bm25 "
-           f"FROM {RECORD} r {join} WHERE r.id = ANY(%s::uuid[]) AND {scope_sql}")
+    sql = (f"SELECT {columns}, {similarity} AS similarity, {text_match} AS text_match, {', '.join(scores)} "
+           f"FROM {RECORD} r {' '.join(joins)} WHERE r.id = ANY(%s::uuid[]) AND {scope_sql}")
     found = _client_bound_rows(sql, [*params, *join_params, id_array(ids), *scope_params])
     rows = {row[0]: _canonical(row) for row in found}
     return {i: rows.get(i) for i in ids}
@@ -329,7 +343,7 @@ def _canonical(row) -> CanonicalRow:
     content = None if row[9] is None else json.loads(row[9])
     scores, annotations = _object(row[10]), _object(row[11])
     return CanonicalRow(*row[:9], content, scores, annotations, *row[12:17], similarity=_float(row[17]),
-                        text_match=_float(row[18]), bm25=_float(row[19]))
+                        text_match=_float(row[18]), bm25=_float(row[19]), bm25_en=_float(row[20]))
 
 
 def _object(text: str) -> dict:

@@ -4,8 +4,8 @@ the exact scan of the lexical channels, computing exactly ``search_app.engine.bm
 
 The scan is what the index (``pg_index``) answers for the scopes it holds, and the channels'
 path for every other scope: statistics from the search's own scope and typed filters, counted
-in the candidate statement, which reads each record's terms once. Analyzers: ``bm25_v1`` (the
-stored term frequencies) and ``english`` (the lexemes of the stored ``tsvector``, tf = their
+in the candidate statement, which reads each record's terms once. Analyzers: ``bm25_v1`` and
+``en_v1`` (the stored term frequencies of each) and ``english`` (the lexemes of the stored ``tsvector``, tf = their
 positions, as ``catalog_app.lexical.analyzers`` defines them for the index).
 """
 from __future__ import annotations
@@ -20,16 +20,20 @@ from ..engine.bm25 import B, K1, Bm25Stats, bm25_stats
 from ..engine.resolve import ResolvedSource
 from .pg_scope import filter_clause, scope_clause
 
-BM25_V1, ENGLISH = "bm25_v1", "english"
+BM25_V1, ENGLISH, EN_V1 = "bm25_v1", "english", "en_v1"
+# The stored (term frequencies, length) columns of the analyzers written at ingest.
+_STORED = {BM25_V1: ("r.bm25_tf", "r.bm25_length"), EN_V1: ("r.en_tf", "coalesce(r.en_length, 0)")}
 
 
-def terms_join(terms: tuple[str, ...]) -> tuple[str, list]:
-    """A LATERAL join (after the record table as ``r``) giving ``b.length`` and ``b.t0``,
-    ``b.t1``, ... (each query term's frequency in the record, NULL when absent). The stored
-    (usually TOASTed) jsonb is decompressed once per row, not once per term and use."""
+def terms_join(terms: tuple[str, ...], analyzer: str = BM25_V1, alias: str = "b") -> tuple[str, list]:
+    """A LATERAL join (after the record table as ``r``) giving ``b.length`` and ``b.t0`` (``b``: ``alias``),
+    ``b.t1``, ... (each query term's frequency in the record, NULL when absent) under
+    ``analyzer`` (``bm25_v1`` or ``en_v1``; ``english_join`` for ``english``). The stored (usually
+    TOASTed) jsonb is decompressed once per row, not once per term and use."""
+    tf, length = _STORED[analyzer]
     columns = "".join(f", (j.tf ->> %s)::float8 AS t{i}" for i in range(len(terms)))
-    return (f"CROSS JOIN LATERAL (SELECT j.length{columns} FROM (SELECT r.bm25_tf || '{{}}'::jsonb AS tf, "
-            f"r.bm25_length AS length OFFSET 0) j) b"), list(terms)
+    return (f"CROSS JOIN LATERAL (SELECT j.length{columns} FROM (SELECT {tf} || '{{}}'::jsonb AS tf, "
+            f"{length} AS length OFFSET 0) j) {alias}"), list(terms)
 
 
 def english_join(terms: tuple[str, ...]) -> tuple[str, list]:
@@ -47,14 +51,14 @@ def _term_sql(i: int, idf_sql: str, average_sql: str, alias: str = "b") -> str:
     return f"({idf_sql} * {tf} * {K1 + 1} / ({tf} + {K1} * ({1 - B} + {B} * {alias}.length / {average_sql})))"
 
 
-def score_expression(stats: Bm25Stats) -> tuple[str, list]:
+def score_expression(stats: Bm25Stats, alias: str = "b") -> tuple[str, list]:
     """SQL for the record's BM25 score under ``stats`` (0 when it shares no term), reading the
-    columns of ``terms_join(stats.terms)``, which the query must include."""
+    columns of ``terms_join(stats.terms, analyzer, alias)``, which the query must include."""
     if not stats.usable:
         return "0::float8", []
     parts, params = [], []
     for i, term_idf in enumerate(stats.idf):
-        parts.append(_term_sql(i, "%s", "%s"))
+        parts.append(_term_sql(i, "%s", "%s", alias))
         params.extend([term_idf, stats.average_length])
     return "(" + " + ".join(parts) + ")", params
 
@@ -74,7 +78,7 @@ def scan_candidates(resolved: ResolvedSource, workspace_id: int, analyzer: str, 
         return Bm25Stats((), 0, 0.0, ()), []
     scope_sql, scope_params = scope_clause(resolved, workspace_id)
     filter_sql, filter_params = filter_clause(resolved)
-    join, join_params = {BM25_V1: terms_join, ENGLISH: english_join}[analyzer](terms)
+    join, join_params = english_join(terms) if analyzer == ENGLISH else terms_join(terms, analyzer)
     tcols = "".join(f", b.t{i}" for i in range(len(terms)))
     dfs = "".join(f", count(d.t{i})::float8 AS df{i}" for i in range(len(terms)))
     # idf computed in float8 exactly as ``idf`` does in Python (the reload scores with those).

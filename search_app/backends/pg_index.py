@@ -15,8 +15,7 @@ import uuid
 
 from django.db import connection
 
-from catalog_app.bm25_terms import bm25_query_terms
-from catalog_app.lexical.analyzers import maintained_analyzers
+from catalog_app.lexical.analyzers import analyzer_get, maintained_analyzers
 from catalog_app.lexical.query import IndexScope, index_top_k
 
 from ..engine.bm25 import Bm25Stats, bm25_stats
@@ -47,10 +46,18 @@ def english_terms(q: str | None) -> tuple[str, ...]:
         return tuple(cursor.fetchone()[0])
 
 
-def bm25_candidates(resolved: ResolvedSource, workspace_id: int, q: str, cap: int) -> tuple[Bm25Stats, list]:
-    """The BM25 channel: the statistics of ``q``'s ``bm25_v1`` terms over the source's scope and
-    filters, and the ``cap`` best records by exact BM25 among those sharing a term."""
-    return lexical_candidates(resolved, workspace_id, BM25_V1, tuple(bm25_query_terms(q or "")), cap)
+def query_terms(analyzer: str, q: str | None) -> tuple[str, ...]:
+    """The distinct terms of ``q`` under ``analyzer``."""
+    query_terms = analyzer_get(analyzer).query_terms
+    return english_terms(q) if query_terms is None else tuple(query_terms(q or ""))
+
+
+def bm25_candidates(resolved: ResolvedSource, workspace_id: int, q: str, cap: int,
+                    analyzer: str = BM25_V1) -> tuple[Bm25Stats, list]:
+    """A BM25 channel (``bm25_v1``: the bm25 signal's; ``en_v1``: bm25_en's): the statistics of
+    ``q``'s terms under ``analyzer`` over the source's scope and filters, and the ``cap`` best
+    records by exact BM25 among those sharing a term."""
+    return lexical_candidates(resolved, workspace_id, analyzer, query_terms(analyzer, q), cap)
 
 
 def text_candidates(resolved: ResolvedSource, workspace_id: int, q: str, cap: int) -> list[uuid.UUID]:

@@ -9,7 +9,9 @@ fixed formula with k1 = 1.2 and b = 0.75:
     score  = sum(idf(t) * tf(t) * 2.2 / (tf(t) + 1.2 * (0.25 + 0.75 * length / average_length)))
 
 Term frequencies and lengths are stored per record at write time (``catalog_app.bm25_terms``),
-so SQL computes the same score for candidates and for the canonical reload.
+so SQL computes the same score for candidates and for the canonical reload. The ``bm25_en``
+signal is the same formula over the stemmed English terms of ``en_v1``
+(``catalog_app.en_terms``), stored the same way.
 """
 from __future__ import annotations
 
@@ -22,6 +24,9 @@ B = 0.75
 IDF_FORMULA = "idf(term) = ln(1 + (N - df(term) + 0.5) / (df(term) + 0.5))"
 SCORE_FORMULA = ("score = sum(idf(term) * tf(term) * 2.2 / (tf(term) + 1.2 * (0.25 + 0.75 * length / "
                  "average_length)))")
+
+# The rank signals that are exact BM25, and the analyzer whose terms each one scores.
+LEXICAL_SIGNALS = {"bm25": "bm25_v1", "bm25_en": "en_v1"}
 
 
 def idf(n: int, df: int) -> float:

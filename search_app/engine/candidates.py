@@ -39,6 +39,7 @@ class CanonicalRow:
     similarity: float | None
     text_match: float | None
     bm25: float | None
+    bm25_en: float | None = None
 
 
 # Reloaded rows by id; None for an id reloaded but out of the source's scope.

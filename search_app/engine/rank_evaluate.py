@@ -35,6 +35,7 @@ class Signals:
     similarity: float | None = None
     text_match: float | None = None
     bm25: float | None = None
+    bm25_en: float | None = None
     scores: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({}))
     created_at: datetime | None = None
     occurred_at: datetime | None = None

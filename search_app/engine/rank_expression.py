@@ -37,6 +37,7 @@ QUERY_SIGNAL_MODES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "similarity": ("vector", "hybrid"),
     "text_match": ("text", "hybrid"),
     "bm25": ("text", "hybrid"),
+    "bm25_en": ("text", "hybrid"),
 })
 
 
@@ -69,6 +70,14 @@ class Bm25:
     """``[bm25]``: exact BM25 (``bm25_v1``) of the query against the record (text and hybrid only)."""
 
     op: ClassVar[str] = "bm25"
+
+
+@dataclass(frozen=True, slots=True)
+class Bm25En:
+    """``[bm25_en]``: exact BM25 over stemmed English terms (``en_v1``) of the query against the
+    record (text and hybrid only)."""
+
+    op: ClassVar[str] = "bm25_en"
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,19 +157,20 @@ class Decay:
     op: ClassVar[str] = "decay"
 
 
-RankNode = Union[Similarity, TextMatch, Bm25, Score, AgeHours, Const, Sum, Max, Product, Normalize, Saturate, Decay]
-SIGNAL_TYPES = (Similarity, TextMatch, Bm25, Score, AgeHours, Const)
-OPERATORS = ("similarity", "text_match", "bm25", "score", "age_hours", "const",
+RankNode = Union[Similarity, TextMatch, Bm25, Bm25En, Score, AgeHours, Const, Sum, Max, Product, Normalize, Saturate,
+                 Decay]
+SIGNAL_TYPES = (Similarity, TextMatch, Bm25, Bm25En, Score, AgeHours, Const)
+OPERATORS = ("similarity", "text_match", "bm25", "bm25_en", "score", "age_hours", "const",
              "sum", "max", "product", "normalize", "saturate", "decay")
 _USAGE = {
-    "similarity": "[similarity]", "text_match": "[text_match]", "bm25": "[bm25]",
+    "similarity": "[similarity]", "text_match": "[text_match]", "bm25": "[bm25]", "bm25_en": "[bm25_en]",
     "score": "[score, name]", "age_hours": "[age_hours, created_at|occurred_at|last_accessed]",
     "const": "[const, n]", "sum": "[sum, [a, b, ...]]", "max": "[max, [a, b, ...]]",
     "product": "[product, factor, a]", "normalize": "[normalize, a]",
     "saturate": "[saturate, a, {midpoint: m, exponent: e}]", "decay": "[decay, a, {midpoint: m, exponent: e}]",
 }
 # Items in the list form, operator included.
-_ARITY = {"similarity": 1, "text_match": 1, "bm25": 1, "score": 2, "age_hours": 2, "const": 2,
+_ARITY = {"similarity": 1, "text_match": 1, "bm25": 1, "bm25_en": 1, "score": 2, "age_hours": 2, "const": 2,
           "sum": 2, "max": 2, "product": 3, "normalize": 2, "saturate": 3, "decay": 3}
 
 # The formulas the service ships in conf/rank_default.yaml (spec "Rank expressions"), per mode,
@@ -226,6 +236,9 @@ class _Parser:
 
     def _bm25(self, raw, path, depth):
         return Bm25()
+
+    def _bm25_en(self, raw, path, depth):
+        return Bm25En()
 
     def _score(self, raw, path, depth):
         name = raw[1]

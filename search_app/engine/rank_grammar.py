@@ -38,6 +38,9 @@ RANK_GRAMMAR: dict = {
                              **{"x-modes": ["text", "hybrid"]}),
         "bm25": _array("bm25", "Exact BM25 (bm25_v1, k1 1.2, b 0.75) of the query against the record; "
                                "text and hybrid only.", **{"x-modes": ["text", "hybrid"]}),
+        "bm25_en": _array("bm25_en", "Exact BM25 over stemmed English terms (en_v1: bm25s's English analysis, "
+                                     "k1 1.2, b 0.75) of the query against the record; text and hybrid only.",
+                          **{"x-modes": ["text", "hybrid"]}),
         "score": _array("score", "The stored scores[name]; the name must be a declared score.",
                         {"type": "string", "minLength": 1}),
         "age_hours": _array("age_hours", "Hours since the timestamp; a future timestamp counts as 0.",

@@ -71,7 +71,7 @@ SEARCH_SPEC_SCHEMA: dict = {
         "occurred_after and occurred_before are real ISO 8601 timestamps, and occurred_after is earlier",
         "a rank or boost expression has at most 5 levels and 16 nodes, and score names are non-blank",
         "a query signal in a rank expression only in the modes the rank grammar's x-signal-modes names for it "
-        "(similarity in vector and hybrid; text_match and bm25 in text and hybrid), and none in a boost",
+        "(similarity in vector and hybrid; text_match, bm25 and bm25_en in text and hybrid), and none in a boost",
         "q has at most MAX_QUERY_CHARS characters (422 query_too_long), see x-max-length-setting",
     ],
     "type": "object",
@@ -100,7 +100,7 @@ SEARCH_SPEC_SCHEMA: dict = {
                     "description": "1 to 8 searches with unique names, merged by fuse."},
         "fuse": _ref("fuse"),
         "boost": {**_ref("rank"), "description": "Applied after fusion: RRF * max(0, boost). May not use "
-                                                 "similarity, text_match or bm25."},
+                                                 "similarity, text_match, bm25 or bm25_en."},
     },
     "dependentSchemas": {
         "fence": {"required": ["render"], "properties": {"render": {"const": True}}},

@@ -24,7 +24,7 @@ SEARCH_STAGES = (
     "resolve",          # sources against the catalog
     "query vector",     # the query embedded once (or taken from Trace.query_vector)
     "candidates",       # per source: the backend's candidate ids, its channels inside
-    "channel vector", "channel text", "channel bm25", "channel recent", "channel structured",
+    "channel vector", "channel text", "channel bm25", "channel bm25_en", "channel recent", "channel structured",
     "reload",           # per source: the canonical reload of the candidates
     "recheck",          # per source: the typed filters in Python
     "rank",             # per source: the rank expression over the survivors

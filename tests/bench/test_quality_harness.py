@@ -32,10 +32,11 @@ def test_scifact_harness_end_to_end(tmp_path, capsys):
     assert result["data"]["documents"] == 20 and result["data"]["queries"] == 5
     assert result["data"]["judgements"] == 6
     # the default set: the tuned variant rrf_c10 runs only when asked for
-    expected = {"text", "bm25", "vector", "vector_sim", "hybrid", "example", "rrf", "mix"}
+    expected = {"text", "bm25", "vector", "vector_sim", "hybrid", "example", "rrf", "mix", "bm25_en", "example_en",
+                "mix_en"}
     assert set(result["configurations"]) == expected
-    assert set(result["baselines"]) == {"bm25s_plain", "bm25s_stemmed", "brute_force", "rrf_library", "rrf_library_c10",
-                                        "mix_library"}
+    assert set(result["baselines"]) == {"bm25s_plain", "bm25s_stemmed", "bm25s_en", "brute_force", "rrf_library",
+                                        "rrf_library_c10", "mix_library"}
     for entry in (*result["configurations"].values(), *result["baselines"].values()):
         assert set(entry["metrics"]) == {"nDCG@10", "R@100", "RR@10"}
         assert all(_in_unit_interval(value) for value in entry["metrics"].values()), entry["metrics"]
@@ -47,6 +48,14 @@ def test_scifact_harness_end_to_end(tmp_path, capsys):
     # The service's exact BM25 is bm25_v1; bm25s with the same tokens must agree with it.
     assert result["bm25_agreement"]["overlap_at_10"] == 1.0
     assert result["configurations"]["bm25"]["metrics"] == result["baselines"]["bm25s_plain"]["metrics"]
+    # bm25_en is bm25s with the same stemmer, stopwords and constants.
+    assert result["bm25_en_agreement"]["overlap_at_10"] == 1.0
+    assert result["configurations"]["bm25_en"]["metrics"] == result["baselines"]["bm25s_en"]["metrics"]
+    # Every other configuration against the example default, paired per query.
+    boot = result["paired_bootstrap"]
+    assert boot["against"] == "example" and set(boot["differences"]) == expected - {"example"}
+    for diff in boot["differences"].values():
+        assert diff["low"] <= diff["mean"] <= diff["high"] and diff["queries"] == 5
     assert {t["config"] for t in result["targets"]} >= {"bm25"}
     for key in ("machine", "versions", "git"):
         assert result["environment"][key]
@@ -78,7 +87,7 @@ def test_locomo_harness_end_to_end(tmp_path):
     assert result["data"]["turns"] == 12 and result["data"]["questions"] == 5
     assert result["data"]["evidence_ids_matching_no_turn"] == ["conv-tiny:D9:99"]
     assert set(result["configurations"]) == {"text", "bm25", "vector", "hybrid", "example", "rrf", "rrf_c10", "rrf3",
-                                             "mix"}
+                                             "mix", "bm25_en", "example_en"}
     per_question = result["per_question"]
     for name, entry in (*result["configurations"].items(), *result["baselines"].items()):
         for cutoff in ("5", "10", "25", "50"):

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from django.utils import timezone
 
 from catalog_app.bm25_terms import term_frequencies
+from catalog_app.en_terms import en_term_frequencies
 from catalog_app.catalog.hashing import definition_hash
 from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.lexical.maintenance import lexical_records_changed
@@ -41,6 +42,7 @@ def record_make(workspace: Workspace, *, entity: str = "user-1", collection: str
         body = {**(content or {}), "text": text}
     now = timezone.now()
     bm25_tf, bm25_length = term_frequencies(text)
+    en_tf, en_length = en_term_frequencies(text)
     record = Record.objects.create(
         workspace=workspace, entity=entity, collection=collection, collection_version=version,
         collection_hash=collection_hash, type=type, key=key, status=status, text=text, content=body,
@@ -48,7 +50,7 @@ def record_make(workspace: Workspace, *, entity: str = "user-1", collection: str
         derived_from=list(derived_from or []), run_id=run_id, dedupe_key=dedupe_key,
         occurred_at=occurred_at or now, created_at=now, last_accessed=now,
         enriched_at=now if (ready or tombstone) else None, tombstone=tombstone, bm25_tf=bm25_tf,
-        bm25_length=bm25_length)
+        bm25_length=bm25_length, en_tf=en_tf, en_length=en_length)
     lexical_records_changed(record_ids=[record.pk], inserted=True)
     record.refresh_from_db()
     return record

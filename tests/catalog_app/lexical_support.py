@@ -58,8 +58,9 @@ processors:
 
 
 def maintain_both_analyzers(settings) -> None:
-    """Make the write path maintain ``english`` beside ``bm25_v1`` (the default is ``bm25_v1``)."""
-    settings.MEMSEEK = {**getattr(settings, "MEMSEEK", {}), "LEXICAL_ANALYZERS": "bm25_v1,english"}
+    """Make the write path maintain every analyzer (``bm25_v1``, ``english``, ``en_v1``), whatever
+    the setting's default is."""
+    settings.MEMSEEK = {**getattr(settings, "MEMSEEK", {}), "LEXICAL_ANALYZERS": "bm25_v1,english,en_v1"}
 
 
 def load_lexical_catalog(workspace, directory) -> None:
@@ -90,9 +91,11 @@ class OracleResult:
     hits: tuple[tuple[UUID, float], ...]
 
 
-def oracle_top_k(workspace_id: int, terms: tuple[str, ...], k: int, scope: IndexScope) -> OracleResult:
+def oracle_top_k(workspace_id: int, terms: tuple[str, ...], k: int, scope: IndexScope,
+                 analyzer: str = "bm25_v1") -> OracleResult:
     """Exact BM25 by full scan: every visible record in scope, its stored term frequencies
-    (``bm25_v1``), the statement shape and float8 arithmetic of ``pg_bm25.bm25_candidates``."""
+    (``bm25_v1`` or ``en_v1``), the statement shape and float8 arithmetic of
+    ``pg_bm25.bm25_candidates``."""
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT DISTINCT collection, collection_version FROM {RECORD} WHERE workspace_id = %s",
                        [workspace_id])
@@ -109,11 +112,11 @@ def oracle_top_k(workspace_id: int, terms: tuple[str, ...], k: int, scope: Index
     params = [*clause.params, list(scope.statuses)]
     if not terms:
         with connection.cursor() as cursor:
-            cursor.execute(f"SELECT count(*), coalesce(avg(r.bm25_length), 0)::float8 FROM {RECORD} r WHERE {where}",
-                           params)
+            cursor.execute(f"SELECT count(*), coalesce(avg(b.length), 0)::float8 FROM {RECORD} r "
+                           f"{terms_join((), analyzer)[0]} WHERE {where}", params)
             n, average = cursor.fetchone()
         return OracleResult(n, average, (), 0, ())
-    join, join_params = terms_join(terms)
+    join, join_params = terms_join(terms, analyzer)
     tcols = "".join(f", b.t{i}" for i in range(len(terms)))
     dfs = "".join(f", count(d.t{i})::float8 AS df{i}" for i in range(len(terms)))
     score = " + ".join(_term_sql(i, f"ln(1 + (s.n - s.df{i} + 0.5) / (s.df{i} + 0.5))", "s.average", "d")

@@ -182,12 +182,13 @@ class BackendContract:
 
     def test_bm25_statistics_count_the_scope(self, corpus):
         resolved, context = self.source(corpus, "text", entities=["user-1"])
-        ids, stats, _ = self.backend.candidate_ids(resolved, context, bm25=True)
+        ids, stats, _ = self.backend.candidate_ids(resolved, context, bm25={"bm25", "bm25_en"})
         admitted = in_scope(corpus, entities=["user-1"])
-        assert stats.n == len(admitted) and stats.terms == ("budget", "review")
+        assert stats["bm25"].n == stats["bm25_en"].n == len(admitted)
+        assert stats["bm25"].terms == ("budget", "review") and stats["bm25_en"].terms == ("budget", "review")
         assert set(ids) <= set(admitted)
-        rows = self.backend.reload_rows(resolved, context, ids, stats, reads=frozenset({"bm25"}))
-        assert all(row.bm25 is not None for row in rows)
+        rows = self.backend.reload_rows(resolved, context, ids, stats, reads=frozenset({"bm25", "bm25_en"}))
+        assert all(row.bm25 is not None and row.bm25_en is not None for row in rows)
 
     def test_early_reloads_change_no_row(self, corpus):
         resolved, context = self.source(corpus, "hybrid")

@@ -571,6 +571,8 @@ export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
         /** @enum {string} */
+        AnalyzerEnum: "bm25_v1" | "en_v1";
+        /** @enum {string} */
         AsOfAxisEnum: "valid" | "transaction";
         CollectionContract: {
             active: boolean;
@@ -950,6 +952,11 @@ export interface components {
              * @description Exclusive source-row cursor: the previous page's next_after.
              */
             after?: string | null;
+            /**
+             * @description The ranking profile: bm25_v1 (default) or en_v1, stemmed English terms (the bm25_en signal's); both in GET /rank/schema's ranking catalog.
+             * @default bm25_v1
+             */
+            analyzer?: components["schemas"]["AnalyzerEnum"];
             /** @default 10 */
             limit?: number;
             /**
@@ -964,7 +971,7 @@ export interface components {
             scan_limit?: number;
             /** @description A value of the collection's declared `tags` field. */
             tag?: ((string & unknown) | null) & unknown;
-            /** @description At least one bm25_v1 term (a run of letters or digits). */
+            /** @description At least one term under query.analyzer (bm25_v1: a run of letters or digits; en_v1: a word of two or more characters, not a stopword). */
             text: string & unknown;
             /** @description One record type. */
             type?: ((string & unknown) | null) & unknown;
@@ -1252,6 +1259,10 @@ export interface components {
         "RankExpression.bm25": [
             "bm25"
         ];
+        /** @description Exact BM25 over stemmed English terms (en_v1: bm25s's English analysis, k1 1.2, b 0.75) of the query against the record; text and hybrid only. */
+        "RankExpression.bm25_en": [
+            "bm25_en"
+        ];
         /** @description A fixed finite number. */
         "RankExpression.const": [
             "const",
@@ -1315,7 +1326,7 @@ export interface components {
             profiles: unknown;
             rank: unknown;
             rank_hash: string;
-            /** @description {bm25_v1: {k1, b, idf, score, tokens, ties, route, capacity: {scan_records_max, scan_bytes_max, retrieval_slots}}} */
+            /** @description {bm25_v1: {k1, b, idf, score, tokens, ties, route, capacity: {scan_records_max, scan_bytes_max, retrieval_slots}}, en_v1: {signal, k1, b, idf, score, tokens, stopwords, stemmer, ties, route}} */
             ranking: unknown;
             result_scores: unknown;
             search_spec: unknown;
@@ -1729,7 +1740,7 @@ export interface components {
              * @default []
              */
             annotations?: components["schemas"]["SearchSpec.name"][];
-            /** @description Applied after fusion: RRF * max(0, boost). May not use similarity, text_match or bm25. */
+            /** @description Applied after fusion: RRF * max(0, boost). May not use similarity, text_match, bm25 or bm25_en. */
             boost?: components["schemas"]["SearchSpec.rank"];
             fence?: components["schemas"]["SearchSpec.fence"];
             /**
