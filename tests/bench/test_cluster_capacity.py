@@ -59,7 +59,7 @@ def test_a_heavier_load_or_a_larger_corpus_never_needs_fewer_hosts(reads, writes
 def test_report_has_a_row_per_load_and_size_and_states_its_assumptions():
     table, text = capacity_report(results(ZERO | {"api": 10.0, "database": 5.0}, ZERO | {"worker": 15.0}))
     assert len(table["rows"]) == 2 * (3 + 2)
-    assert table["assumptions"]["measured_records"] == 1600
+    assert table["assumptions"]["measured_records"] == 1000
     assert "| 100,000,000 | 10,000 reads/s |" in text and "| 10,000,000 | 1,000 records/s |" in text
     assert "log N" in text and "60%" in text
     top = [row for row in table["rows"] if row["corpus"] == 10**8 and row["reads_per_s"] == 10_000][0]
