@@ -1,7 +1,7 @@
 """The namespace cluster (docs/cluster.md), built by ``python -m deploy.cluster up`` from a test
 topology and removed by ``down`` whatever happens: HAProxy spreads traffic over both API hosts,
 the API hosts share one state (a write, a revoked key within ``API_KEY_CACHE_TTL_S``, an
-activated view version on the next request), a poison task does not block its queue, a killed
+activated view version on the next request, a workspace's rate limit), a poison task does not block its queue, a killed
 API host costs only the requests in flight on it, a killed worker host loses no acknowledged
 record, and ``up`` restarts what was killed. The tests run in file order; the hosts are killed
 last, and the last test has ``up`` restart them.
@@ -130,6 +130,23 @@ def test_an_activated_view_version_is_seen_by_every_api_host_on_its_next_request
     # Each request reads its workspace's catalog revision, so the very next one on any host sees it.
     for api in apis:
         assert all(active(api) == {target} for _ in range(4))
+
+
+def test_a_workspace_over_its_rate_is_refused_by_either_api_host_while_another_is_not(cluster, key):
+    """The counts live in the shared cache (CACHE_URL, the broker host's Redis), so the workspace's
+    six reads a day are six across both API hosts: requests alternate between them, the seventh
+    and later are 429 on each host, and the other workspace reads on both as before. A day's window
+    (django-ratelimit's, offset per counter) makes a window boundary inside the test all but
+    impossible."""
+    apis = cluster.of_role("api")
+    limited = workspace_with_key(cluster, "limited")
+    manage(cluster, "workspace_setting", "limited", "limits.workspaceRate", '{"read": "6/d"}')
+    time.sleep(TEST_ENV["API_KEY_CACHE_TTL_S"] + 1)  # every process has read the workspace afresh
+    answers = [call(apis[n % 2], "GET", "/timeline?entity=contact.maria", limited) for n in range(10)]
+    assert [answer.status for answer in answers] == [200] * 6 + [429] * 4, [(a.status, a.body) for a in answers]
+    for answer in answers[6:]:
+        assert answer.body["error"] == "rate_limited" and answer.body["retry_after_s"] >= 1, answer.body
+    assert all(call(api, "GET", "/timeline?entity=contact.maria", key).status == 200 for api in apis for _ in range(3))
 
 
 def test_a_poison_task_is_dead_lettered_and_the_queue_behind_it_drains(cluster, key):
