@@ -15,14 +15,14 @@ from catalog_app.lexical.check import lexical_check
 from catalog_app.lexical.compaction import _LOCK_NAMESPACE, lexical_compact
 from catalog_app.lexical.query import IndexScope, index_top_k
 from catalog_app.lexical.tables import BLOCK, CHANGE, COMPACTION, PENDING
-from tests.catalog_app.lexical_support import load_lexical_catalog, maintain_both_analyzers, oracle_top_k, write
+from tests.catalog_app.lexical_support import load_lexical_catalog, maintain_two_analyzers, oracle_top_k, write
 
 TERMS = ("alpha", "beta1", "value", "gamma")
 
 
 @pytest.fixture(autouse=True)
-def _both_analyzers(settings):
-    maintain_both_analyzers(settings)
+def _two_analyzers(settings):
+    maintain_two_analyzers(settings)
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from catalog_app.lexical.compaction import lexical_compact
 from catalog_app.lexical.query import IndexScope, index_top_k
 from catalog_app.lexical.tables import CHANGE, COMPACTION, DOCUMENT, PENDING
 from catalog_app.record_sql import RECORD
-from tests.catalog_app.lexical_support import load_lexical_catalog, maintain_both_analyzers, write
+from tests.catalog_app.lexical_support import load_lexical_catalog, maintain_two_analyzers, write
 
 BEFORE = "0017_lexical_block_digest"
 BY_GROUP = "0019_record_recent_collection"  # the last one with pending rows per (term, group)
@@ -47,7 +47,7 @@ def answers(ws) -> list:
 
 @pytest.fixture
 def ws(workspace, tmp_path, settings):
-    maintain_both_analyzers(settings)
+    maintain_two_analyzers(settings)
     load_lexical_catalog(workspace, tmp_path / "catalog")
     write(workspace, *({"text": f"alpha beta{i % 3} gamma"} for i in range(6)),
           {"text": "old value", "type": "fact", "key": "k"})
