@@ -19,11 +19,10 @@ from memseek_site.parsing import PUBLIC_NAME, fail, int_schema, parse_query, par
     query_list, query_list_schema, string_schema
 
 from .. import selectors
+from ..record_limits import ENTITY_CHARS, KEY_CHARS
 from .schema import ErrorSerializer
 
 PAGE_LIMIT = 100
-ENTITY_CHARS = 255
-KEY_CHARS = 128
 _TIMELINE_COLLECTION = re.compile(rf"^({re.escape(selectors.SYSTEM_COLLECTION)}|[a-z][a-z0-9._-]{{0,63}})$")
 
 
