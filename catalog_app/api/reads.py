@@ -251,7 +251,7 @@ def _param(name: str, description: str, *, required: bool = False, type_=OpenApi
                             **kwargs)
 
 
-_ENTITY = _param("entity", "Whose memory (at most 255 characters).", required=True,
+_ENTITY = _param("entity", f"Whose memory (at most {ENTITY_CHARS} characters).", required=True,
                  type_=string_schema(max_length=ENTITY_CHARS))
 _LIMIT = _param("limit", "Page size, 1..100 (default 100).", type_=int_schema(minimum=1, maximum=PAGE_LIMIT))
 _BEFORE_SEQ = _param("before_seq", "Only rows with a lower seq (the previous page's next_before_seq).",
