@@ -198,6 +198,29 @@ def _reply(answer: dict, target: str) -> ChatReply:
     return ChatReply(content, target, choice.get("finish_reason"), MappingProxyType(usage))
 
 
+def ask_json(*, models: ModelsConfig, alias: str, system: str, user: str, output_schema: Mapping, schema_name: str,
+             max_output_tokens: int, timeout_s: float, code: str, model_name: str) -> dict:
+    """One model call made while answering a request (the reranking judge, the memory brief's
+    filter) whose answer must be a JSON object; the caller validates its members.
+
+    Its failures are said under the caller's codes, ``model_name`` ("the reranking model")
+    leading each message: ``{code}_timeout``, ``{code}_invalid`` (the answer is unusable) and
+    ``{code}_unavailable`` (any other provider failure, an unconfigured alias included).
+    """
+    try:
+        reply = chat_complete(models=models, alias=alias, messages=[{"role": "system", "content": system},
+                                                                   {"role": "user", "content": user}],
+                              output_schema=output_schema, schema_name=schema_name,
+                              max_output_tokens=max_output_tokens, timeout_s=timeout_s)
+        return parse_json_object(reply.content)
+    except ProviderTimeout:
+        raise ApiError(f"{code}_timeout", f"{model_name} did not answer within {timeout_s} s") from None
+    except ProviderInvalid as error:
+        raise error.prefixed(f"{model_name}'s answer is unusable", code=f"{code}_invalid") from None
+    except ProviderError as error:
+        raise error.prefixed(f"{model_name} is unavailable", code=f"{code}_unavailable") from None
+
+
 def parse_json_object(content: str) -> dict:
     """The JSON object in a model's answer (a surrounding Markdown code fence is tolerated).
 

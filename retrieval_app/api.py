@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from catalog_app.api.schema import ErrorSerializer, SchemaField, closed_request
+from catalog_app.record_limits import ENTITY_CHARS
 from memseek_site.tracing import RECORD_COUNT, memory_operation
 from search_app.stage_spans import request_trace
 from memseek_site.conf import memseek_setting
@@ -40,9 +41,9 @@ class RetrieveRequestSerializer(serializers.Serializer):
     ]
     query = SchemaField(string_schema(max_length=memseek_setting("MAX_QUERY_CHARS")),
                         help_text="What to recall (required, at most MAX_QUERY_CHARS characters).")
-    entity = SchemaField(string_schema(max_length=retrieve_request.ENTITY_CHARS), required=False,
+    entity = SchemaField(string_schema(max_length=ENTITY_CHARS), required=False,
                          help_text="One entity; or send entities.")
-    entities = SchemaField({**_NAMES, "items": string_schema(max_length=retrieve_request.ENTITY_CHARS)}, required=False)
+    entities = SchemaField({**_NAMES, "items": string_schema(max_length=ENTITY_CHARS)}, required=False)
     collections = SchemaField(_NAMES, required=False, help_text="Default: every collection of the workspace.")
     types = SchemaField(_NAMES, required=False)
     tags = SchemaField({"type": "object", "maxProperties": retrieve_request.MAX_TAG_FIELDS,

@@ -56,6 +56,7 @@ from catalog_app.bm25_terms import query_terms_check
 from catalog_app.catalog.registry import Catalog
 from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.models import Record
+from catalog_app.record_limits import ENTITY_CHARS
 from catalog_app.record_sql import RECORD, current_in_lane_q, live_q
 from catalog_app.selectors import json_bytes
 from catalog_app.tasks import enqueue_touch
@@ -74,7 +75,6 @@ SECTIONS: tuple[tuple[str, int], ...] = (("document", 30), ("search", 40), ("rec
 SECTION_CANDIDATES = 200
 SEARCH_K = 100
 DOC_ORDER_SCORE = "importance"
-ENTITY_CHARS = 255
 MAX_FENCE_PREAMBLE = 512
 MAX_SEARCH_SOURCES = 8
 

@@ -10,6 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from catalog_app.api.schema import ErrorSerializer
+from catalog_app.record_limits import ENTITY_CHARS
 from memseek_site.conf import memseek_setting
 from memseek_site.openapi import QUERY_RULES
 from memseek_site.parsing import PUBLIC_NAME, int_schema, parse_query, query_int, query_list, query_list_schema, \
@@ -54,7 +55,7 @@ class ContextView(APIView):
         description="Sections document (30%), search (40%) and recent (30%) of the budget, unused budget "
                     "spilling forward; whole rows only, each row once; emitted rows are touched.",
         parameters=[
-            OpenApiParameter("entity", {**string_schema(max_length=context.ENTITY_CHARS), "not": {"const": "*"}},
+            OpenApiParameter("entity", {**string_schema(max_length=ENTITY_CHARS), "not": {"const": "*"}},
                              required=True, description="Whose memory; not *."),
             OpenApiParameter("task", string_schema(max_length=memseek_setting("MAX_QUERY_CHARS")), required=True,
                              description="What the context is for; the search query (at most MAX_QUERY_CHARS)."),

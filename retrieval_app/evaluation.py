@@ -6,9 +6,9 @@ Each query of the request runs through its target and yields a ranking of record
 * ``retrieve`` (default): ``retrieve(..., side_effects=False)`` with ``raw: true`` and ``topN =
   k``, so neither the score floor nor a budget trims it; the ranking is the retrieval's final
   order over facts, events and derived records (policy records are not ranked and never count);
-* a view: the hits of the active version, in order. Search views run through the engine
-  (``search_execute``) without ``search_respond``, which would touch the hits; graph and orphan
-  views (which touch nothing) through ``graph_view_run``.
+* a view: the hits of the active version, in order, run as ``POST /views/{name}/query`` runs it
+  (``search_app.views.service.view_run``) but without ``search_respond``, which would touch the
+  hits; graph and orphan views touch nothing.
 
 Evaluation stores no receipt and touches no record (no ``last_accessed``/``access_count``
 update): it must not change the rankings it measures.
@@ -30,12 +30,10 @@ from ir_measures import RR, Qrel, R, ScoredDoc, nDCG
 
 from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.models import Record
-from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
-from search_app.engine.spec import QueryTooLong, SpecError, parse_search_spec
-from search_app.services import search_execute
+from search_app.engine.spec import QueryTooLong
 from search_app.views.parameters import bind_parameters
-from search_app.views.templating import fill_template
+from search_app.views.service import view_definition, view_run
 
 from .evaluate_request import EvalQuery, EvaluateRequest, ViewTarget, parse_evaluate_request
 from .service import retrieve
@@ -104,10 +102,7 @@ def _retrieve_ranking(workspace):
 
 def _view_ranking(workspace, target: ViewTarget):
     catalog = catalog_for_workspace(workspace)
-    definition = catalog.get("view", target.name)
-    if definition is None:
-        raise ApiError("view_not_found", f"No active view named {target.name!r}; GET /views lists them.",
-                       path="target.view")
+    definition = view_definition(catalog, target.name, path="target.view")
     view = definition.value
     names = [parameter.name for parameter in view.parameters]
     if target.query_parameter not in names:
@@ -117,21 +112,12 @@ def _view_ranking(workspace, target: ViewTarget):
     def rank(query: EvalQuery) -> list[str]:
         values = {**query.parameters, target.query_parameter: query.query}
         parameters = bind_parameters(view.parameters, values, path=f"queries[{query.index}].parameters")
-        if view.kind != "search":
-            from search_app.graph.service import graph_view_run
-
-            payload = graph_view_run(workspace=workspace, catalog=catalog, view=view, parameters=parameters,
-                                     wrapper={})
-            return [str(hit["id"]) for hit in payload["hits"]]
         try:
-            spec = parse_search_spec(fill_template(dict(view.query), parameters),
-                                     max_query_chars=memseek_setting("MAX_QUERY_CHARS"), allow_system=True)
-        except SpecError as error:
-            lead = f"queries[{query.index}]: the filled view query is invalid"
-            raise error.prefixed(lead, code="search_spec") from None
+            run = view_run(workspace=workspace, catalog=catalog, view=view, parameters=parameters, wrapper={},
+                           invalid=f"queries[{query.index}]: the filled view query is invalid")
         except QueryTooLong as error:
             raise error.relocated(f"queries[{query.index}].query") from None
-        return [str(hit.row.id) for hit in search_execute(workspace=workspace, spec=spec, view=True).hits]
+        return run.hit_ids
 
     return rank, {"kind": "view", "view": {"name": view.name, "version": view.version, "hash": definition.hash},
                   "queryParameter": target.query_parameter}

@@ -37,7 +37,7 @@ from catalog_app.catalog.registry import Catalog
 from catalog_app.record_sql import RECORD
 from memseek_site.conf import memseek_setting
 from memseek_site.parallel import run_all
-from search_app.backends import pg
+from search_app.backends import retrieval_backend
 from search_app.graph.store import LinkStore
 
 from .scope import CompiledScope
@@ -63,13 +63,13 @@ class QueryVector:
 
 
 def vector_leg(scope: CompiledScope, vector: QueryVector, *, min_similarity: float, cap: int) -> list[LegHit]:
-    matches = pg.vector_matches(scope.memory, scope.workspace_id, vector.values, vector.space, vector.dimensions,
-                                cap=cap, min_similarity=min_similarity)
+    matches = retrieval_backend().vector_matches(scope.memory, scope.workspace_id, vector.values, vector.space,
+                                                 vector.dimensions, cap=cap, min_similarity=min_similarity)
     return [LegHit(*match) for match in matches]
 
 
 def text_leg(scope: CompiledScope, query: str, *, cap: int) -> list[LegHit]:
-    return [LegHit(*match) for match in pg.text_matches(scope.memory, query, cap=cap)]
+    return [LegHit(*match) for match in retrieval_backend().text_matches(scope.memory, query, cap=cap)]
 
 
 def graph_leg(scope: CompiledScope, catalog: Catalog, strong: list[LegHit], *, cap: int) -> list[LegHit]:
@@ -171,9 +171,9 @@ def policy_drop_count(scope: CompiledScope, query: str, vector: QueryVector | No
     only: their ids never leave this function)."""
     if scope.hidden is None:
         return 0
-    return pg.match_count(scope.hidden, scope.workspace_id, query,
-                          None if vector is None else (vector.values, vector.space, vector.dimensions),
-                          min_similarity=min_similarity, cap=cap)
+    return retrieval_backend().match_count(scope.hidden, scope.workspace_id, query,
+                                           None if vector is None else (vector.values, vector.space, vector.dimensions),
+                                           min_similarity=min_similarity, cap=cap)
 
 
 def run_parallel(tasks: dict[str, Callable[[], object]]) -> dict[str, tuple[object, float]]:

@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 
 from catalog_app.bm25_terms import query_terms_check
 from catalog_app.catalog.hashing import canonical_json
+from catalog_app.record_limits import ENTITY_CHARS
 from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
 from memseek_site.parsing import (PUBLIC_NAME, at, fail, parse_bool, parse_datetime, parse_int, parse_list,
@@ -28,7 +29,6 @@ DEFAULT_TOP_N = 20
 MAX_TOP_N = 100
 MAX_LIST = 100
 MAX_TAG_FIELDS = 16
-ENTITY_CHARS = 255
 AGENT_CHARS = 255
 _KEYS = {"query", "entity", "entities", "collections", "types", "tags", "agentId", "topN", "tokenBudget", "mode",
          "rerank", "raw", "includeSuperseded", "excludeSuperseded", "asOf", "asOfAxis", "explain"}

@@ -13,8 +13,9 @@ from rest_framework.views import APIView
 
 from memseek_site.parsing import PUBLIC_NAME, fail, parse_bool, parse_object, parse_query, parse_string
 
+from ..record_limits import ENTITY_CHARS
 from ..services.record_erase import ErasureResult, ErasureTarget, records_erase
-from .reads import ENTITY_CHARS, RecordDetailView, parse_record_id
+from .reads import RecordDetailView, parse_record_id
 from .schema import ErrorSerializer, closed_request
 
 _COUNTS_HELP = ("Rows of each kind the erasure removes (records, drafts and derived records among them, "

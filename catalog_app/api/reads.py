@@ -19,11 +19,10 @@ from memseek_site.parsing import PUBLIC_NAME, fail, int_schema, parse_query, par
     query_list, query_list_schema, string_schema
 
 from .. import selectors
+from ..record_limits import ENTITY_CHARS, KEY_CHARS
 from .schema import ErrorSerializer
 
 PAGE_LIMIT = 100
-ENTITY_CHARS = 255
-KEY_CHARS = 128
 _TIMELINE_COLLECTION = re.compile(rf"^({re.escape(selectors.SYSTEM_COLLECTION)}|[a-z][a-z0-9._-]{{0,63}})$")
 
 
@@ -252,7 +251,7 @@ def _param(name: str, description: str, *, required: bool = False, type_=OpenApi
                             **kwargs)
 
 
-_ENTITY = _param("entity", "Whose memory (at most 255 characters).", required=True,
+_ENTITY = _param("entity", f"Whose memory (at most {ENTITY_CHARS} characters).", required=True,
                  type_=string_schema(max_length=ENTITY_CHARS))
 _LIMIT = _param("limit", "Page size, 1..100 (default 100).", type_=int_schema(minimum=1, maximum=PAGE_LIMIT))
 _BEFORE_SEQ = _param("before_seq", "Only rows with a lower seq (the previous page's next_before_seq).",

@@ -8,27 +8,28 @@ from memseek_site.conf import memseek_setting
 from memseek_site.parsing import PUBLIC_NAME, parse_object
 from memseek_site.tracing import RECORD_COUNT, memory_operation
 
+from ..record_limits import DEDUPE_KEY_CHARS, ENTITY_CHARS, KEY_CHARS
 from ..services.record_ingest import record_ingest_batch
 from .schema import QUOTA_EXCEEDED, ErrorSerializer, closed_request
 
 
 @closed_request
 class RecordInputSerializer(serializers.Serializer):
-    entity = serializers.CharField(max_length=255, help_text="Whose memory; never '*'.")
+    entity = serializers.CharField(max_length=ENTITY_CHARS, help_text="Whose memory; never '*'.")
     collection = serializers.RegexField(PUBLIC_NAME.pattern, required=False, default="main",
                                         help_text="A loaded collection of the workspace.")
     collection_version = serializers.IntegerField(required=False, min_value=1,
                                                   help_text="Default: the active version.")
     type = serializers.RegexField(PUBLIC_NAME.pattern,
                                   help_text="Author vocabulary; 'run' and 'erasure' are reserved.")
-    key = serializers.CharField(required=False, allow_null=True, max_length=128,
+    key = serializers.CharField(required=False, allow_null=True, max_length=KEY_CHARS,
                                 help_text="Required in keyed collections, forbidden in event collections.")
     text = serializers.CharField(required=False, allow_null=True, allow_blank=True,
                                  max_length=memseek_setting("MAX_TEXT_CHARS"),
                                  help_text="Canonical text; rendered from text_projection when omitted.")
     content = serializers.DictField(required=False, help_text="Validated against the collection's JSON Schema.")
     status = serializers.ChoiceField(choices=["active", "draft"], required=False, default="active")
-    dedupe_key = serializers.CharField(required=False, allow_null=True, max_length=256)
+    dedupe_key = serializers.CharField(required=False, allow_null=True, max_length=DEDUPE_KEY_CHARS)
     derived_from = serializers.ListField(child=serializers.UUIDField(), required=False, max_length=256)
     tombstone = serializers.BooleanField(required=False, default=False)
     occurred_at = serializers.DateTimeField(required=False, help_text="ISO 8601 with a timezone; default now.")

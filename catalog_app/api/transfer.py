@@ -16,6 +16,7 @@ from memseek_site.conf import memseek_setting
 from memseek_site.json_body import StrictJSONParser
 from memseek_site.parsing import fail, parse_query, parse_string, string_schema
 
+from ..record_limits import ENTITY_CHARS
 from ..services.import_lines import import_document_parse
 from ..services.workspace_export import export_cursor_parse, workspace_export_lines
 from ..services.workspace_import import ID_CHOICES, SEQ_CHOICES, workspace_import
@@ -79,7 +80,7 @@ class ExportView(APIView):
                     "tombstones) in seq order with its vectors, then an end line. Each definition and record "
                     "line carries `cursor`; pass the last one kept to resume after it.",
         parameters=[_query("entity", "Export only this entity's records (with the whole catalog).",
-                           string_schema(max_length=255)),
+                           string_schema(max_length=ENTITY_CHARS)),
                     _query("cursor", "The cursor of the last line kept; the export resumes after it.",
                            string_schema(max_length=40))],
         responses={(200, NDJSON): OpenApiResponse(OpenApiTypes.STR, description="The export, one JSON object a "
@@ -87,7 +88,7 @@ class ExportView(APIView):
                    401: ErrorSerializer, 403: ErrorSerializer, 422: ErrorSerializer})
     def get(self, request):
         raw = parse_query(request.query_params, allowed=("entity", "cursor"))
-        entity = parse_string(raw["entity"], "entity", max_length=255) if "entity" in raw else None
+        entity = parse_string(raw["entity"], "entity", max_length=ENTITY_CHARS) if "entity" in raw else None
         cursor = export_cursor_parse(raw["cursor"]) if "cursor" in raw else None
         lines = workspace_export_lines(workspace=request.auth, entity=entity, cursor=cursor)
         return StreamingHttpResponse((line.encode("utf-8") for line in lines), content_type=NDJSON)

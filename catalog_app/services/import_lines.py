@@ -22,6 +22,7 @@ from memseek_site.json_body import decode_json_body
 from memseek_site.parsing import (PUBLIC_NAME, at, fail, parse_bool, parse_datetime, parse_int, parse_list,
                                   parse_number, parse_object, parse_string, parse_uuid)
 
+from ..record_limits import DEDUPE_KEY_CHARS, ENTITY_CHARS, KEY_CHARS
 from .workspace_export import DEFINITION_FIELDS, FORMAT, RECORD_FIELDS
 
 _HASH = re.compile(r"^[0-9a-f]{64}$")
@@ -156,7 +157,7 @@ def _header(value) -> tuple[str | None, dict | None]:
         raise fail("format", f"{str(line['format'])[:40]!r} is not a format this server reads; it reads {FORMAT}",
                    "import_format")
     entity, settings = line.get("entity"), line.get("settings")
-    return (None if entity is None else parse_string(entity, "entity", max_length=255),
+    return (None if entity is None else parse_string(entity, "entity", max_length=ENTITY_CHARS),
             None if settings is None else parse_object(settings, "settings"))
 
 
@@ -185,9 +186,9 @@ def _record(value, number: int) -> ImportRecord:
         collection=parse_string(line["collection"], "collection", pattern=PUBLIC_NAME),
         collection_version=parse_int(line["collection_version"], "collection_version", minimum=1, maximum=2**31 - 1),
         collection_hash=parse_string(line["collection_hash"], "collection_hash", max_length=64),
-        entity=parse_string(line["entity"], "entity", max_length=255),
+        entity=parse_string(line["entity"], "entity", max_length=ENTITY_CHARS),
         type=parse_string(line["type"], "type", pattern=PUBLIC_NAME),
-        key=None if key is None else parse_string(key, "key", max_length=128),
+        key=None if key is None else parse_string(key, "key", max_length=KEY_CHARS),
         status=status, text=parse_string(line["text"], "text", allow_blank=True,
                                          max_length=memseek_setting("MAX_TEXT_CHARS")),
         content=parse_object(line["content"], "content"), scores=_scores(line["scores"]),
@@ -201,7 +202,7 @@ def _record(value, number: int) -> ImportRecord:
                                                                      max_items=256))),
         run_id=None if line["run_id"] is None else parse_uuid(line["run_id"], "run_id"),
         dedupe_key=None if line["dedupe_key"] is None else parse_string(line["dedupe_key"], "dedupe_key",
-                                                                        max_length=256),
+                                                                        max_length=DEDUPE_KEY_CHARS),
         dedupe_hash=parse_string(line["dedupe_hash"], "dedupe_hash", pattern=_OPTIONAL_HASH, allow_blank=True),
         occurred_at=parse_datetime(line["occurred_at"], "occurred_at"),
         created_at=parse_datetime(line["created_at"], "created_at"),

@@ -27,6 +27,7 @@ from ..catalog.collections import PLACEHOLDER, Collection
 from ..catalog.hashing import canonical_form, canonical_json
 from ..catalog.processors import Processor
 from ..catalog.registry import Catalog
+from ..record_limits import DEDUPE_KEY_CHARS, ENTITY_CHARS, KEY_CHARS
 from .content_validation import SchemaCheck, first_field_type_error, first_schema_error, schema_check
 
 RESERVED_TYPES = ("run", "erasure")
@@ -90,7 +91,7 @@ def _rules(catalog: Catalog, collection: Collection) -> _CollectionRules:
 def prepare_record(raw, catalog: Catalog, processor_hashes: dict[str, str], now: datetime) -> PreparedRecord:
     """Validate one item against ``catalog``; raises ``ApiError`` with an item-relative path."""
     item = parse_object(raw, "", allowed=_FIELDS, required=("entity", "type"))
-    entity = parse_string(item["entity"], "entity", max_length=255, code="entity")
+    entity = parse_string(item["entity"], "entity", max_length=ENTITY_CHARS, code="entity")
     if entity == "*":
         raise fail("entity", "'*' is reserved; name the entity the record is about", "entity")
     collection_name = item.get("collection", "main")
@@ -109,7 +110,7 @@ def prepare_record(raw, catalog: Catalog, processor_hashes: dict[str, str], now:
     derived_from = _parents(item.get("derived_from", []))
     dedupe_key = item.get("dedupe_key")
     if dedupe_key is not None:
-        parse_string(dedupe_key, "dedupe_key", max_length=256)
+        parse_string(dedupe_key, "dedupe_key", max_length=DEDUPE_KEY_CHARS)
     occurred_at = parse_datetime(item["occurred_at"], "occurred_at") if "occurred_at" in item else None
     content = item.get("content", {})
     if not isinstance(content, dict):
@@ -158,7 +159,7 @@ def _resolve_collection(catalog: Catalog, name: str, version) -> Collection:
 
 def _key(key, collection: Collection) -> str | None:
     if key is not None:
-        parse_string(key, "key", max_length=128)
+        parse_string(key, "key", max_length=KEY_CHARS)
         if not _KEY.fullmatch(key):
             raise fail("key", "must not start or end with whitespace")
     if collection.mode == "event" and key is not None:

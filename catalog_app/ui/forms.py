@@ -10,6 +10,7 @@ from datetime import timezone as dt_timezone
 from django import forms
 from django.utils import timezone
 
+from ..record_limits import ENTITY_CHARS, KEY_CHARS, TYPE_CHARS
 from .selectors import RecordFilters
 
 PER_PAGE_CHOICES = (25, 50, 100)
@@ -19,9 +20,9 @@ class RecordFilterForm(forms.Form):
     """GET parameters of the record browser. Times without an offset are read as UTC."""
 
     collection = forms.ChoiceField(required=False)
-    entity = forms.CharField(required=False, max_length=255)
-    type = forms.CharField(required=False, max_length=64)
-    key = forms.CharField(required=False, max_length=128)
+    entity = forms.CharField(required=False, max_length=ENTITY_CHARS)
+    type = forms.CharField(required=False, max_length=TYPE_CHARS)
+    key = forms.CharField(required=False, max_length=KEY_CHARS)
     status = forms.ChoiceField(required=False, choices=[("", "any"), ("active", "active"), ("draft", "draft")])
     readiness = forms.ChoiceField(required=False, choices=[("", "any"), ("ready", "ready"),
                                                              ("pending", "pending")])

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from catalog_app.catalog import checks
 from catalog_app.catalog.errors import CatalogError
 from catalog_app.catalog.registry import Catalog, Family, Validated, register_family
+from catalog_app.record_limits import ENTITY_CHARS
 
 FAMILY = "mcp"
 KINDS = ("view", "retrieve", "brief", "lookup", "record", "ingest", "forget", "feedback")
@@ -45,8 +46,6 @@ MAX_DESCRIPTION = 2000
 MAX_INSTRUCTIONS = 8000
 _KEYS = {"name", "version", "active", "title", "instructions", "tools"}
 _TOOL_KEYS = {"name", "kind", "description", "title", "view", "collection", "lookup", "entity_prefix"}
-# The longest entity a record may have (catalog_app.api.reads.ENTITY_CHARS).
-MAX_ENTITY_PREFIX = 255
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,8 +127,8 @@ def _tool(raw, path: str, catalog: Catalog) -> dict:
         if kind != "forget":
             raise CatalogError("schema", f"a {kind} tool takes no entity_prefix", where)
         prefix = doc["entity_prefix"]
-        if not isinstance(prefix, str) or not prefix.strip() or len(prefix) > MAX_ENTITY_PREFIX:
-            raise CatalogError("schema", f"must be a non-blank string of at most {MAX_ENTITY_PREFIX} characters",
+        if not isinstance(prefix, str) or not prefix.strip() or len(prefix) > ENTITY_CHARS:
+            raise CatalogError("schema", f"must be a non-blank string of at most {ENTITY_CHARS} characters",
                                where)
         body["entity_prefix"] = prefix
     return body

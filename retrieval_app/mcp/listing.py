@@ -24,6 +24,7 @@ from urllib.parse import quote
 
 from catalog_app.catalog.hashing import definition_hash
 from catalog_app.catalog.runtime import catalog_for_workspace
+from catalog_app.record_limits import DEDUPE_KEY_CHARS, ENTITY_CHARS, KEY_CHARS
 from memseek_site.conf import memseek_setting
 from memseek_site.parsing import PUBLIC_NAME
 from search_app.views.parameters import input_schema as view_input_schema
@@ -170,16 +171,16 @@ def _ingest_schema(collection, content_schema: dict) -> dict:
     if isinstance(content.get("required"), list) and "text" in content["required"]:
         content["required"] = [name for name in content["required"] if name != "text"]
     properties = {
-        "entity": {"type": "string", "minLength": 1, "maxLength": 255, "description": "Whose memory this is."},
+        "entity": {"type": "string", "minLength": 1, "maxLength": ENTITY_CHARS, "description": "Whose memory this is."},
         "type": {"type": "string", "pattern": PUBLIC_NAME.pattern, "description": "The record type."},
         "text": {"type": "string", "description": "The record text (also content.text)."},
         "content": content,
-        "dedupe_key": {"type": "string", "minLength": 1, "maxLength": 256,
+        "dedupe_key": {"type": "string", "minLength": 1, "maxLength": DEDUPE_KEY_CHARS,
                        "description": "A retry with the same key and payload is not written twice."},
         "occurred_at": {"type": "string", "format": "date-time", "description": "When it happened (RFC 3339)."},
     }
     if keyed:
-        properties["key"] = {"type": "string", "minLength": 1, "maxLength": 128,
+        properties["key"] = {"type": "string", "minLength": 1, "maxLength": KEY_CHARS,
                              "description": "The fact's key (keyed records)."}
     required = ["entity", "type"] + (["key"] if collection.mode == "keyed" else [])
     schema = {"type": "object", "properties": {name: properties[name] for name in INGEST_FIELDS if name in properties},

@@ -6,8 +6,8 @@ the lookups take prefixes of these: ``passages/``, ``passages/tickets``,
 ``passages/tickets/contact.maria``, ``facts/profiles/contact.maria``; the empty path (or ``/``)
 is the root.
 
-Entities and keys are free text (an entity up to 255 characters, a key up to 128, either may
-hold ``/``), so each segment is escaped: ``%`` is written ``%25``, ``/`` is ``%2F``, and every
+Entities and keys are free text (as long as ``Record.entity`` and ``Record.key`` allow, either
+may hold ``/``), so each segment is escaped: ``%`` is written ``%25``, ``/`` is ``%2F``, and every
 control character (U+0001..U+001F, U+007F) is ``%XX``; nothing else is escaped. A path therefore
 splits on ``/`` unambiguously and stays one printable line. The parser accepts ``%XX`` (either
 case) for any ASCII character and returns the canonical spelling, so two spellings of one
@@ -24,14 +24,13 @@ import re
 import uuid
 from dataclasses import dataclass
 
+from catalog_app.record_limits import ENTITY_CHARS, KEY_CHARS
 from memseek_site.errors import ApiError, RequestError
 from memseek_site.parsing import PUBLIC_NAME, schema_pattern
 
 KINDS = ("passages", "facts")
-_ENTITY_CHARS = 255
-_KEY_CHARS = 128
 # The longest canonical address: a fact path whose entity and key are escaped throughout.
-MAX_PATH_CHARS = len("passages/") + 64 + 1 + 3 * _ENTITY_CHARS + 1 + 3 * _KEY_CHARS
+MAX_PATH_CHARS = len("passages/") + 64 + 1 + 3 * ENTITY_CHARS + 1 + 3 * KEY_CHARS
 _ESCAPED = re.compile(r"[%/\x01-\x1f\x7f]")
 _ESCAPE = re.compile(r"%(.{0,2})", re.DOTALL)
 _HEX2 = re.compile(r"[0-9A-Fa-f]{2}")
@@ -128,7 +127,7 @@ def parse_path(text, *, field: str, complete: bool = False, kinds: tuple[str, ..
     if path.collection is not None and not PUBLIC_NAME.fullmatch(path.collection):
         raise _invalid(field, f"collection {path.collection!r} is not a collection name")
     if path.entity is not None:
-        _check_text(path.entity, _ENTITY_CHARS, "entity", field)
+        _check_text(path.entity, ENTITY_CHARS, "entity", field)
     if path.leaf is not None:
         path = _checked_leaf(path, field)
     if complete and not path.complete:
@@ -153,9 +152,9 @@ def path_schema(*, complete: bool = False, kinds: tuple[str, ...] = KINDS, **ext
     segments, escapes and lengths (an entity or key segment is written starting with a printable
     character, which the parser does not require: the document is the stricter side there)."""
     collection = PUBLIC_NAME.pattern.removeprefix("^").removesuffix("$")
-    entity = _text_segment(_ENTITY_CHARS)
+    entity = _text_segment(ENTITY_CHARS)
     if complete:
-        leaves = {"passages": _UUID, "facts": _text_segment(_KEY_CHARS)}
+        leaves = {"passages": _UUID, "facts": _text_segment(KEY_CHARS)}
         body = "|".join(f"{kind}/{collection}/{entity}/{leaves[kind]}" for kind in kinds)
         pattern = f"^(?:{body})/?$"
     else:
@@ -166,7 +165,7 @@ def path_schema(*, complete: bool = False, kinds: tuple[str, ...] = KINDS, **ext
 
 def _checked_leaf(path: MemoryPath, field: str) -> MemoryPath:
     if path.kind == "facts":
-        _check_text(path.leaf, _KEY_CHARS, "key", field)
+        _check_text(path.leaf, KEY_CHARS, "key", field)
         return path
     try:
         record_id = uuid.UUID(path.leaf)

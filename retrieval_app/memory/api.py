@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from catalog_app.api.schema import ErrorSerializer
+from catalog_app.record_limits import ENTITY_CHARS
 from catalog_app.bm25_terms import TERM_CHARACTER as HAS_TERM
 from memseek_site.conf import memseek_setting
 from memseek_site.openapi import ISSUED_BY_SERVER
@@ -128,7 +129,7 @@ DATE_BOUND = {"type": "string", "anyOf": [{"format": "date", "pattern": schema_p
                                      {"format": "date-time"}]}
 _PREFIX = _query("path", "A path prefix: passages/, passages/<collection>, passages/<collection>/<entity>, facts/... "
                  "(default passages). Unknown collections and entities are 404 path_not_found.", path_schema())
-_WINDOW = [_PREFIX, _query("entity", "Only this entity's passages.", string_schema(max_length=params.ENTITY_CHARS)),
+_WINDOW = [_PREFIX, _query("entity", "Only this entity's passages.", string_schema(max_length=ENTITY_CHARS)),
            _query("after", "YYYY-MM-DD or an ISO time with zone: from then on.", DATE_BOUND),
            _query("before", "YYYY-MM-DD or an ISO time with zone: as of then (a day counts whole).", DATE_BOUND)]
 _LIMIT = _query("limit", "Page size (default MEMORY_PAGE_LIMIT, at most MEMORY_MAX_PAGE).",

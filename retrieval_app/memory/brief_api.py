@@ -6,10 +6,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from catalog_app.api.schema import ErrorSerializer, SchemaField, closed_request
+from catalog_app.record_limits import ENTITY_CHARS
 from memseek_site.conf import memseek_setting
 from memseek_site.parsing import string_schema
 
-from . import brief_request
 from .addresses import path_schema
 from .api import DATE_BOUND, MemoryHitSerializer
 from .brief import memory_search
@@ -21,7 +21,7 @@ class MemorySearchRequestSerializer(serializers.Serializer):
 
     query = SchemaField(string_schema(max_length=memseek_setting("MAX_QUERY_CHARS")),
                         help_text="The question in plain words (at most MAX_QUERY_CHARS characters).")
-    entity = SchemaField(string_schema(max_length=brief_request.ENTITY_CHARS), required=False,
+    entity = SchemaField(string_schema(max_length=ENTITY_CHARS), required=False,
                          help_text="Whose memory (default: everyone's).")
     scope = SchemaField(path_schema(), required=False, help_text="A path prefix (passages/<collection>/<entity>, "
                         "facts/<collection>); with a scope the answer is the ranked list.")

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from catalog_app.catalog.models_conf import ModelsConfig
-from catalog_app.llm import ProviderError, ProviderInvalid, ProviderTimeout, chat_complete, parse_json_object
+from catalog_app.llm import ask_json
 from memseek_site.errors import ApiError
 from search_app.engine.render import escape_prompt_text
 from search_app.engine.tokens import count_tokens
@@ -79,19 +79,9 @@ def filter_passages(*, models: ModelsConfig, question: str, passages: list[Promp
 
 
 def _ask(models: ModelsConfig, user: str) -> dict:
-    try:
-        reply = chat_complete(models=models, alias=ALIAS, messages=[{"role": "system", "content": SYSTEM},
-                                                                   {"role": "user", "content": user}],
-                              output_schema=OUTPUT_SCHEMA, schema_name=SCHEMA_NAME, max_output_tokens=OUTPUT_TOKENS,
-                              timeout_s=TIMEOUT_S)
-        return parse_json_object(reply.content)
-    except ProviderTimeout:
-        raise ApiError("memory_filter_timeout", f"the memory filter model did not answer within {TIMEOUT_S} s") \
-            from None
-    except ProviderInvalid as error:
-        raise error.prefixed("the memory filter model's answer is unusable", code="memory_filter_invalid") from None
-    except ProviderError as error:
-        raise error.prefixed("the memory filter model is unavailable", code="memory_filter_unavailable") from None
+    return ask_json(models=models, alias=ALIAS, system=SYSTEM, user=user, output_schema=OUTPUT_SCHEMA,
+                    schema_name=SCHEMA_NAME, max_output_tokens=OUTPUT_TOKENS, timeout_s=TIMEOUT_S,
+                    code="memory_filter", model_name="the memory filter model")
 
 
 def validate_filter_answer(answer: dict, sent: int) -> tuple[int, ...]:

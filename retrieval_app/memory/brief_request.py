@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from catalog_app.bm25_terms import query_terms_check
+from catalog_app.record_limits import ENTITY_CHARS
 from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
 from memseek_site.parsing import fail, parse_object, parse_string
@@ -18,7 +19,6 @@ from memseek_site.parsing import fail, parse_object, parse_string
 from .addresses import MemoryPath, parse_path
 from .dates import DateWindow, parse_window
 
-ENTITY_CHARS = 255
 _KEYS = ("query", "entity", "scope", "before", "after")
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from catalog_app.bm25_terms import bm25_query_terms
+from catalog_app.record_limits import ENTITY_CHARS
 from memseek_site.conf import memseek_setting
 from memseek_site.errors import RequestError
 from memseek_site.parsing import parse_query, parse_string, query_int
@@ -17,8 +18,6 @@ from memseek_site.parsing import parse_query, parse_string, query_int
 from .addresses import MemoryPath, parse_path
 from .dates import DateWindow, parse_window
 from .rows import parse_cursor
-
-ENTITY_CHARS = 255
 
 _PAGE = ("limit", "cursor")
 _WINDOW = ("path", "entity", "after", "before")

@@ -4,6 +4,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from catalog_app.api.schema import ErrorSerializer
+from catalog_app.record_limits import ENTITY_CHARS
 from memseek_site.conf import memseek_setting
 from memseek_site.parsing import PUBLIC_NAME, int_schema, parse_query, parse_string, query_int, string_schema
 
@@ -15,7 +16,6 @@ from .schema import SearchResponseSerializer, SearchSpecSerializer
 
 _ERRORS = {401: ErrorSerializer, 409: ErrorSerializer, 422: ErrorSerializer, 503: ErrorSerializer}
 GET_INCLUDE = ["text", "collection", "type", "occurred_at"]
-_ENTITY_CHARS = 255
 
 
 class SearchView(APIView):
@@ -34,7 +34,7 @@ class SearchView(APIView):
     @extend_schema(
         summary="Quick hybrid search from a URL",
         parameters=[OpenApiParameter("q", string_schema(max_length=memseek_setting("MAX_QUERY_CHARS")), required=True),
-                    OpenApiParameter("entity", string_schema(max_length=_ENTITY_CHARS)),
+                    OpenApiParameter("entity", string_schema(max_length=ENTITY_CHARS)),
                     OpenApiParameter("collection", string_schema(pattern=PUBLIC_NAME)),
                     OpenApiParameter("k", int_schema(minimum=1, maximum=100), description="1-100, default 20")],
         responses={200: SearchResponseSerializer, **_ERRORS})
@@ -44,7 +44,7 @@ class SearchView(APIView):
                 "k": query_int(params["k"], "k", minimum=1, maximum=100) if "k" in params else 20}
         scope = {}
         if "entity" in params:
-            scope["entities"] = [parse_string(params["entity"], "entity", max_length=_ENTITY_CHARS)]
+            scope["entities"] = [parse_string(params["entity"], "entity", max_length=ENTITY_CHARS)]
         if "collection" in params:
             scope["collections"] = [parse_string(params["collection"], "collection", pattern=PUBLIC_NAME)]
         if scope:

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from catalog_app.catalog.models_conf import ModelsConfig
-from catalog_app.llm import ProviderError, ProviderInvalid, ProviderTimeout, chat_complete, parse_json_object
+from catalog_app.llm import ask_json
 from memseek_site.errors import ApiError
 
 from .render import RenderRow, escape_prompt_text, render_row
@@ -76,18 +76,9 @@ def rerank(*, models: ModelsConfig, query: str, rows: list[RenderRow], top_n: in
 
 
 def _ask(models: ModelsConfig, user: str, sent: list[str]) -> dict[str, float]:
-    try:
-        reply = chat_complete(models=models, alias=ALIAS, messages=[{"role": "system", "content": SYSTEM},
-                                                                   {"role": "user", "content": user}],
-                              output_schema=OUTPUT_SCHEMA, schema_name=SCHEMA_NAME, max_output_tokens=OUTPUT_TOKENS,
-                              timeout_s=TIMEOUT_S)
-        answer = parse_json_object(reply.content)
-    except ProviderTimeout:
-        raise ApiError("rerank_timeout", f"the reranking model did not answer within {TIMEOUT_S} s") from None
-    except ProviderInvalid as error:
-        raise error.prefixed("the reranking model's answer is unusable", code="rerank_invalid") from None
-    except ProviderError as error:
-        raise error.prefixed("the reranking model is unavailable", code="rerank_unavailable") from None
+    answer = ask_json(models=models, alias=ALIAS, system=SYSTEM, user=user, output_schema=OUTPUT_SCHEMA,
+                      schema_name=SCHEMA_NAME, max_output_tokens=OUTPUT_TOKENS, timeout_s=TIMEOUT_S, code="rerank",
+                      model_name="the reranking model")
     return validate_judgments(answer, sent)
 
 

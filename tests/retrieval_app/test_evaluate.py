@@ -178,6 +178,9 @@ def test_a_graph_view_target_takes_the_query_as_its_seed(loaded, api):
                           "queries": [{"query": "ada", "relevant": {ids[1]: 1}}]})
     assert sorted(body["queries"][0]["ranking"]) == sorted(ids[:2])
     assert body["queries"][0]["metrics"]["recall"] == 1.0
+    # The same run as POST /views/relations/query (one home: search_app.views.service.view_run).
+    queried = view_query(workspace=loaded, name="relations", body={"seed": "ada", "depth": 1})
+    assert body["queries"][0]["ranking"] == [str(hit["id"]) for hit in queried["hits"]]
 
 
 BAD = str(uuid.uuid4())

@@ -3,12 +3,14 @@ answer), against the real loopback OpenAI-protocol server of tests/openai_server
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 
+from retrieval_app.memory import brief_filter
 from retrieval_app.memory.brief_budget import model_calls_spent
 from retrieval_app.workspace_settings import workspace_setting_set
-from tests.openai_server import Raw, ScriptedOpenAIServer, Status
+from tests.openai_server import Hang, Raw, ScriptedOpenAIServer, Status
 from tests.retrieval_app.memory_brief_factories import catalog_with_models, load, turn, write
 
 Q = "Where did Maria move?"
@@ -125,6 +127,20 @@ def test_a_malformed_answer_fails_closed(api, ids, server, answer):
 def test_an_unavailable_model_is_503(api, ids, server):
     server.chat.append(Status(500))
     assert search(api, {"query": Q, "entity": "maria"}, status=503)["error"] == "memory_filter_unavailable"
+
+
+def test_a_model_slower_than_the_timeout_times_out(api, ids, server, monkeypatch):
+    # The reranker's mapping (catalog_app.llm.ask_json) under the filter's own code and words.
+    monkeypatch.setattr(brief_filter, "TIMEOUT_S", 0.3)
+    release = threading.Event()
+    server.chat.append(Hang(release, then={"keep": ["p1"], "held": True}, max_wait_s=10))
+    try:
+        body = search(api, {"query": Q, "entity": "maria"}, status=503)
+    finally:
+        release.set()
+    assert body["error"] == "memory_filter_timeout"
+    assert body["detail"] == "the memory filter model did not answer within 0.3 s"
+    assert server.hang_started.is_set()
 
 
 def test_a_bad_budget_setting_is_refused_when_written(workspace):

@@ -6,12 +6,14 @@ collections, entities, types, status, current in lane), recency order and the re
 from __future__ import annotations
 
 import uuid
+from functools import partial
 from types import SimpleNamespace
 
 import pytest
 
 from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.models import Record
+from catalog_app.record_sql import Clause
 from catalog_app.services.catalog_load import catalog_load
 from catalog_app.services.workspaces import workspace_create
 from search_app.engine.candidates import QueryContext
@@ -213,3 +215,52 @@ class BackendContract:
         channels = {"hybrid": {"channel vector", "channel text", "channel recent"}}.get(mode, {f"channel {mode}"})
         assert {entry["name"] for entry in trace.stages} == channels and channels <= set(SEARCH_STAGES)
         assert all(entry["source"] == resolved.source.name for entry in trace.stages)
+
+    # --- context retrieval's matches (retrieval_app.legs) ------------------------------------------
+
+    @staticmethod
+    def ready_main(workspace) -> tuple[Clause, dict[uuid.UUID, Record]]:
+        """A retrieval-style condition over ``r`` and its oracle: the workspace's ready, active,
+        live records of ``main`` (superseded values included: the condition is the caller's)."""
+        where = Clause("r.workspace_id = %s AND r.collection = 'main' AND r.enriched_at IS NOT NULL "
+                       "AND r.status = 'active' AND NOT r.tombstone", (workspace.pk,))
+        rows = Record.objects.filter(workspace=workspace, collection="main", enriched_at__isnull=False,
+                                     status="active", tombstone=False)
+        return where, {row.id: row for row in rows}
+
+    def test_text_matches_are_the_records_sharing_a_word_best_first(self, corpus):
+        where, admitted = self.ready_main(corpus)
+        matches = self.backend.text_matches(where, "budget review budget", cap=100)
+        expected = {i for i, row in admitted.items() if any(w in row.text.lower() for w in ("budget", "review"))}
+        assert {match[0] for match in matches} == expected and len(matches) == len(expected)
+        assert all((admitted[i].key, admitted[i].entity) == (key, entity) for i, _, key, entity in matches)
+        scores = [score for _, score, _, _ in matches]
+        assert all(score > 0 for score in scores) and scores == sorted(scores, reverse=True)
+        assert self.backend.text_matches(where, "budget review", cap=2) == matches[:2]
+
+    def test_vector_matches_cover_the_condition_and_a_floor_keeps_a_prefix(self, corpus):
+        where, admitted = self.ready_main(corpus)
+        _, context = self.source(corpus, "vector")
+        args = (where, corpus.pk, context.vector, context.space, context.dimensions)
+        every = self.backend.vector_matches(*args, cap=100, min_similarity=-1.0)
+        assert {match[0] for match in every} == set(admitted) and len(every) == len(admitted)
+        similarities = [similarity for _, similarity, _, _ in every]
+        assert similarities == sorted(similarities, reverse=True)
+        floor = similarities[len(similarities) // 2]
+        kept = self.backend.vector_matches(*args, cap=100, min_similarity=floor)
+        assert kept == [match for match in every if match[1] >= floor]
+        assert self.backend.vector_matches(*args, cap=3, min_similarity=-1.0) == every[:3]
+
+    @pytest.mark.parametrize("with_vector", [False, True], ids=["text", "text and vector"])
+    def test_match_count_counts_the_union_of_the_matches(self, corpus, with_vector):
+        """Exactly the union when ``cap`` holds every match; under a smaller ``cap`` (which of the
+        matches it counts is not ordered) at most ``cap`` of each and at least ``cap`` of one."""
+        where, _ = self.ready_main(corpus)
+        _, context = self.source(corpus, "vector")
+        vector = (context.vector, context.space, context.dimensions) if with_vector else None
+        text = {match[0] for match in self.backend.text_matches(where, "budget review", cap=100)}
+        near = set() if vector is None else {match[0] for match in self.backend.vector_matches(
+            where, corpus.pk, *vector, cap=100, min_similarity=0.2)}
+        count = partial(self.backend.match_count, where, corpus.pk, "budget review", vector, min_similarity=0.2)
+        assert count(cap=100) == len(text | near)
+        assert min(4, max(len(text), len(near))) <= count(cap=4) <= min(4, len(text)) + min(4, len(near))
