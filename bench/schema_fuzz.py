@@ -44,7 +44,14 @@ CATALOG_CODES = frozenset({
     "field_permission", "field_operator", "field_operand", "unknown_annotation", "required_annotation",
     "rerank_model", "graph_unavailable", "graph_ambiguous", "view_parameter", "record_not_in_receipt",
 })
-DATA_CODES = {400: frozenset({"lexical_scan_budget"}), 422: CATALOG_CODES}
+# lexical_query_terms: under en_v1 a text of stopwords and one-letter words has no term, which the
+# document's text pattern (a word character) cannot say.
+DATA_CODES = {400: frozenset({"lexical_scan_budget", "lexical_query_terms"}), 422: CATALOG_CODES}
+# POST /import's body is an export's JSON Lines, which the document can only call a string: what
+# its lines hold decides these refusals, not the schema.
+IMPORT_CODES = {422: frozenset({"invalid_json", "request_schema", "import_format", "import_incomplete",
+                                "import_definition", "import_vector"}),
+                409: frozenset({"import_conflict", "import_id_taken", "import_seq_taken"})}
 # What a request invalid by the document may get: the client errors Memseek answers for bad input.
 NEGATIVE_STATUSES = ("400", "404", "405", "409", "413", "414", "415", "422")
 MODES = ("positive", "negative")
@@ -85,9 +92,18 @@ class FuzzReport:
         return "\n\n".join(lines)
 
 
+def _ndjson(ctx, value) -> bytes:
+    """``POST /import``'s body (``application/x-ndjson``): a generated string as it is, any other
+    value (a negative case) as one JSON line."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass")
+    return json.dumps(value).encode() + b"\n"
+
+
 def _config(base_url: str, key: str, seed: int):
     import schemathesis
 
+    schemathesis.serializer("application/x-ndjson")(_ndjson)
     return schemathesis.Config.from_dict({
         "base-url": base_url,
         "seed": seed,
@@ -259,6 +275,8 @@ def valid_data_is_accepted(ctx, response, case) -> None:
     except ValueError:
         code = None
     if code in DATA_CODES.get(response.status_code, ()):
+        return
+    if case.path == "/import" and code in IMPORT_CODES.get(response.status_code, ()):
         return
     raise AssertionError(f"a request valid by the document was refused: {response.status_code} {code} "
                          f"{response.text[:300]}")

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memseek_site.conf import memseek_setting
+from memseek_site.openapi import ISSUED_BY_SERVER
 from memseek_site.json_body import StrictJSONParser
 from memseek_site.parsing import fail, parse_query, parse_string, string_schema
 
@@ -64,8 +65,9 @@ class ImportResultSerializer(serializers.Serializer):
     vectors_added = serializers.IntegerField()
 
 
-def _query(name: str, description: str, schema) -> OpenApiParameter:
-    return OpenApiParameter(name, schema, OpenApiParameter.QUERY, description=description)
+def _query(name: str, description: str, schema, **extensions) -> OpenApiParameter:
+    return OpenApiParameter(name, schema, OpenApiParameter.QUERY, description=description,
+                            extensions=extensions or None)
 
 
 class ExportView(APIView):
@@ -82,7 +84,7 @@ class ExportView(APIView):
         parameters=[_query("entity", "Export only this entity's records (with the whole catalog).",
                            string_schema(max_length=ENTITY_CHARS)),
                     _query("cursor", "The cursor of the last line kept; the export resumes after it.",
-                           string_schema(max_length=40))],
+                           string_schema(max_length=40), **{ISSUED_BY_SERVER: True})],
         responses={(200, NDJSON): OpenApiResponse(OpenApiTypes.STR, description="The export, one JSON object a "
                                                                                  "line."),
                    401: ErrorSerializer, 403: ErrorSerializer, 422: ErrorSerializer})
