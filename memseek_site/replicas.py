@@ -19,6 +19,10 @@ Raw SQL in this code base uses ``django.db.connection`` (the ``default`` alias),
 points this thread's ``default`` at the chosen server's connection for the request; the router
 names the same server for the ORM's reads, and writes go to ``default``. A replica that fails is
 marked down for ``REPLICA_RETRY_S`` seconds in this process and skipped.
+
+While the primary cannot be reached, ``standby_alias`` names a replica that is still a standby
+to serve read routes (``STANDBY_READS``; ``consistency.ReadRoutingMiddleware`` retries there),
+under the same read-your-writes rule: it must have replayed the read's position.
 """
 from __future__ import annotations
 
@@ -182,6 +186,7 @@ class RequestRouting:
     needed_lsn: int | None = None
     wrote: bool = False
     primary_only: bool = False  # a retry after the replica failed mid-request
+    standby: str | None = None  # a retry on this standby after the primary could not be reached
     scope: object = None  # the ``serving`` of a replica, entered for the view, left after it
 
 
@@ -268,6 +273,17 @@ def _has_replayed(alias: str, position: int) -> bool:
     return replay is not None and replay_reaches(lsn_parse(replay), position, block)
 
 
+def _first_to_replay(aliases: list[str], position: int | None) -> str | None:
+    """The first of ``aliases`` to replay ``position`` within ``REPLICA_WAIT_MS``, or ``None``."""
+    deadline = time.monotonic() + memseek_setting("REPLICA_WAIT_MS") / 1000
+    while aliases and position is not None and time.monotonic() < deadline:
+        time.sleep(0.002)
+        for alias in aliases:
+            if _has_replayed(alias, position):
+                return alias
+    return None
+
+
 class ReplicaRouter:
     """Django's database router (``DATABASE_ROUTERS``) and the one home of where reads go."""
 
@@ -287,13 +303,28 @@ class ReplicaRouter:
             if state.has_replayed(needed_lsn):
                 return state.alias
             behind.append(state.alias)
-        deadline = time.monotonic() + memseek_setting("REPLICA_WAIT_MS") / 1000
-        while behind and time.monotonic() < deadline:
-            time.sleep(0.002)
-            for alias in behind:
-                if _has_replayed(alias, needed_lsn):
-                    return alias
-        return DEFAULT_DB_ALIAS
+        return _first_to_replay(behind, needed_lsn) or DEFAULT_DB_ALIAS
+
+    @staticmethod
+    def standby_alias() -> str | None:
+        """A replica to serve a read route while the primary cannot be reached (a failover's
+        gap): the first that answers and is still a standby, streaming or not (with its primary
+        gone it streams from nobody, and what it replayed is what the lost primary committed).
+        ``None`` when ``STANDBY_READS`` is off, ``READ_CONSISTENCY`` is ``primary``, or none answers."""
+        if not (memseek_setting("STANDBY_READS") and replicas_serve_reads()):
+            return None
+        for alias in replica_aliases():
+            state = replica_state(alias)
+            if state.reachable and state.in_recovery:
+                return alias
+        return None
+
+    @staticmethod
+    def standby_has_replayed(alias: str, needed_lsn: int | None) -> bool:
+        """Whether the standby ``alias`` has replayed ``needed_lsn``, waiting up to ``REPLICA_WAIT_MS``."""
+        if needed_lsn is None or _has_replayed(alias, needed_lsn):
+            return True
+        return _first_to_replay([alias], needed_lsn) is not None
 
     def db_for_read(self, model, **hints):
         return current_alias()

@@ -3,8 +3,10 @@ on loopback, a live gunicorn configured with the multi-host ``DATABASE_URL``, 8 
 reader threads, and one fault at a time: the primary's postmaster SIGKILLed (the standby is
 promoted, the same gunicorn writes again without a restart), the synchronous standby's
 postmaster SIGKILLed, etcd SIGKILLed. Under each, no answer is anything but a 2xx or
-``503 database_unavailable``, and every write acknowledged before, during or after the fault is
-on the primary exactly once. The tests share one cluster and run in order."""
+``503 database_unavailable`` (a read also ``503 standby_behind``), and every write acknowledged
+before, during or after the fault is on the primary exactly once. The gunicorn names the nodes
+once more as its replica (``target_session_attrs=prefer-standby``), so while there is no primary
+its reads are served by the standby. The tests share one cluster and run in order."""
 from __future__ import annotations
 
 import json
@@ -37,6 +39,11 @@ WRITERS, READERS = 8, 4
 # worst case for Patroni to notice and hand over; the rest is slack for a loaded two-core machine.
 RESUME_BOUND_S = 90
 REJOIN_BOUND_S = 180
+# Of the service's reads sent while there was no primary (from the kill to the first write
+# acknowledged after it), at least this share is answered, by the standby: the rest may meet the
+# moment of promotion itself (the standby stops being one between the two checks of a read).
+GAP_READS_ANSWERED_MIN = 0.9
+CACHE_URL = f"redis://127.0.0.1:6379/{os.environ.get('MEMSEEK_TEST_REDIS_DB', '13')}"
 # Patroni's leader key lifetime (deploy/patroni/patroni.yml): without failsafe mode a primary that
 # cannot reach etcd demotes itself within it.
 LEADER_TTL_S = 20
@@ -51,12 +58,18 @@ def cluster_service():
     try:
         with psycopg.connect(cluster.url("postgres"), autocommit=True) as connection:
             connection.execute('CREATE DATABASE "memseek"')
+        # The replica URL names every node too: libpq prefers a standby, so reads keep a server
+        # while there is no primary; the shared cache carries each workspace's last write between
+        # the two workers (read-your-writes), and a read waits up to 2 s for the standby's replay.
         env = {"DATABASE_URL": cluster.url("memseek"), "CELERY_BROKER_URL": "", "OMP_NUM_THREADS": "1",
-               "TOUCH_ON_READ": "false"}
+               "TOUCH_ON_READ": "false", "DATABASE_REPLICA_URLS": cluster.url("memseek", "prefer-standby"),
+               "CACHE_URL": CACHE_URL, "REPLICA_WAIT_MS": "2000"}
 
         def manage(*args: str) -> str:
-            return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env={**os.environ, **env},
-                                  check=True, capture_output=True, text=True, timeout=600).stdout
+            done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env={**os.environ, **env},
+                                  capture_output=True, text=True, timeout=600)
+            assert done.returncode == 0, f"manage.py {' '.join(args)}: {done.stderr[-3000:]}"
+            return done.stdout
 
         manage("migrate", "-v", "0")
         key = manage("create_workspace", "failover-co").split()[-1]
@@ -78,6 +91,8 @@ class Load:
     acknowledged: dict[str, tuple[str, float, float]] = field(default_factory=dict)
     refused: list[str] = field(default_factory=list)
     reads: dict[str, int] = field(default_factory=lambda: {"ok": 0, "unavailable": 0})
+    # Every read through the service: (sent, answered, status, error code or "", Memseek-Served-By)
+    read_log: list[tuple[float, float, int, str, str]] = field(default_factory=list)
     wrong: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     stop: threading.Event = field(default_factory=threading.Event)
@@ -88,19 +103,20 @@ class Load:
             return sorted(answered for _, sent, answered in self.acknowledged.values() if sent > instant)
 
 
-def _answer(server: Server, method: str, path: str, key: str, body=None) -> tuple[int, dict | None, str]:
-    """(status, JSON body, problem): problem is "" for a 2xx or a 503 database_unavailable with
-    Retry-After."""
+def _answer(server: Server, method: str, path: str, key: str, body=None) -> tuple[int, dict | None, str, dict]:
+    """(status, JSON body, problem, headers): problem is "" for a 2xx or a 503
+    database_unavailable with Retry-After (for a GET also 503 standby_behind)."""
     try:
         status, headers, raw = _request(server, method, path, key, body)
     except OSError as error:  # the service itself must never drop a connection
-        return 0, None, f"{method} {path}: {error!r}"
+        return 0, None, f"{method} {path}: {error!r}", {}
     payload = json.loads(raw or b"null")
     if 200 <= status < 300:
-        return status, payload, ""
-    if status == 503 and payload.get("error") == "database_unavailable" and int(headers.get("Retry-After", 0)) > 0:
-        return status, payload, ""
-    return status, payload, f"{method} {path}: {status} {raw[:300]!r}"
+        return status, payload, "", headers
+    refusals = ("database_unavailable", "standby_behind") if method == "GET" else ("database_unavailable",)
+    if status == 503 and payload.get("error") in refusals and int(headers.get("Retry-After", 0)) > 0:
+        return status, payload, "", headers
+    return status, payload, f"{method} {path}: {status} {raw[:300]!r}", headers
 
 
 def _request(server: Server, method: str, path: str, key: str, body) -> tuple[int, dict, bytes]:
@@ -124,7 +140,7 @@ def _writer(server: Server, key: str, load: Load, number: int) -> None:
         body = {"records": [{"entity": entity, "collection": "main", "type": "note",
                              "text": f"failover write {number} {sequence}"}]}
         sent = time.monotonic()
-        status, payload, problem = _answer(server, "POST", "/records", key, body)
+        status, payload, problem, _ = _answer(server, "POST", "/records", key, body)
         with load.lock:
             if problem:
                 load.wrong.append(problem)
@@ -146,8 +162,11 @@ def _reader(server: Server, key: str, load: Load) -> None:
             continue
         entity, (record_id, _, _) = rng.choice(known)
         path = rng.choice([f"/records/{record_id}", f"/timeline?entity={entity}"])
-        status, _, problem = _answer(server, "GET", path, key)
+        sent = time.monotonic()
+        status, payload, problem, headers = _answer(server, "GET", path, key)
         with load.lock:
+            load.read_log.append((sent, time.monotonic(), status, (payload or {}).get("error", "") if status >= 400
+                                  else "", headers.get("Memseek-Served-By", "")))
             if problem:
                 load.wrong.append(problem)
             elif status == 503:
@@ -258,6 +277,16 @@ def test_killing_the_primary_promotes_the_standby_and_loses_no_acknowledged_writ
     assert gap_reads and not any(error for *_, error in standby_reads), standby_reads[:5]
     assert load.refused, f"the kill refused no write, so the load did not span the failover: {summary}"
     assert server.process.poll() is None  # the same gunicorn, never restarted
+    # The service's own reads while there was no primary: served by the standby, not refused.
+    gap = [entry for entry in load.read_log if entry[0] > killed_at and entry[1] < resumed_at]
+    answered = [entry for entry in gap if 200 <= entry[2] < 300]
+    refused = {code: sum(1 for entry in gap if entry[3] == code) for code in ("database_unavailable", "standby_behind")}
+    served_by = sorted({entry[4] for entry in answered})
+    print(f"service reads during the failover: {len(gap)} sent, {len(answered)} answered (served by {served_by}), "
+          f"refused {refused}; bound: at least {GAP_READS_ANSWERED_MIN:.0%} answered")
+    assert gap, "no read was sent and answered while there was no primary"
+    assert len(answered) >= GAP_READS_ANSWERED_MIN * len(gap), (len(answered), len(gap), refused)
+    assert "replica_0" in served_by  # the standby answered (it said pg_is_in_recovery() for the request)
     # The rejoined old primary has every acknowledged write too (synchronous mode kept it in step).
     standby_url = cluster.url("memseek", target_session_attrs="standby")
     cluster.wait_for(lambda: set(_stored(standby_url, load.prefix)) >= set(load.acknowledged), 60,
