@@ -60,10 +60,11 @@ def cluster_service():
             connection.execute('CREATE DATABASE "memseek"')
         # The replica URL names every node too: libpq prefers a standby, so reads keep a server
         # while there is no primary; the shared cache carries each workspace's last write between
-        # the two workers (read-your-writes), and a read waits up to 2 s for the standby's replay.
+        # the two workers (read-your-writes), and a read waits up to 0.5 s for the standby's
+        # replay (a waiting read holds one of the two workers).
         env = {"DATABASE_URL": cluster.url("memseek"), "CELERY_BROKER_URL": "", "OMP_NUM_THREADS": "1",
                "TOUCH_ON_READ": "false", "DATABASE_REPLICA_URLS": cluster.url("memseek", "prefer-standby"),
-               "CACHE_URL": CACHE_URL, "REPLICA_WAIT_MS": "2000"}
+               "CACHE_URL": CACHE_URL, "REPLICA_WAIT_MS": "500"}
 
         def manage(*args: str) -> str:
             done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env={**os.environ, **env},
