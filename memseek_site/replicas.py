@@ -54,7 +54,7 @@ SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn()::text, pg_last_wal_receive_
        current_setting('wal_block_size')::int,
        (SELECT wait_event FROM pg_stat_activity WHERE backend_type = 'startup')
 """
-_REPLAY_SQL = "SELECT pg_last_wal_replay_lsn()::text, current_setting('wal_block_size')::int"
+_REPLAY_SQL = "SELECT pg_last_wal_replay_lsn()::text, current_setting('wal_block_size')::int, pg_is_in_recovery()"
 # The size of a WAL record's header (SizeOfXLogRecord): a page's last bytes fewer than this hold no record.
 _RECORD_HEADER_BYTES = 24
 
@@ -262,24 +262,28 @@ def mark_down(alias: str) -> None:
         pass
 
 
-def _has_replayed(alias: str, position: int) -> bool:
+def _has_replayed(alias: str, position: int, promoted_counts: bool = False) -> bool:
+    """Whether ``alias`` has replayed ``position``; a server no longer in recovery (its replay
+    position is then NULL) has not, unless ``promoted_counts``."""
     try:
         with connections[alias].cursor() as cursor:
             cursor.execute(_REPLAY_SQL)
-            replay, block = cursor.fetchone()
+            replay, block, in_recovery = cursor.fetchone()
     except DatabaseError:
         mark_down(alias)
         return False
+    if not in_recovery:
+        return promoted_counts
     return replay is not None and replay_reaches(lsn_parse(replay), position, block)
 
 
-def _first_to_replay(aliases: list[str], position: int | None) -> str | None:
+def _first_to_replay(aliases: list[str], position: int | None, promoted_counts: bool = False) -> str | None:
     """The first of ``aliases`` to replay ``position`` within ``REPLICA_WAIT_MS``, or ``None``."""
     deadline = time.monotonic() + memseek_setting("REPLICA_WAIT_MS") / 1000
     while aliases and position is not None and time.monotonic() < deadline:
         time.sleep(0.002)
         for alias in aliases:
-            if _has_replayed(alias, position):
+            if _has_replayed(alias, position, promoted_counts):
                 return alias
     return None
 
@@ -321,10 +325,11 @@ class ReplicaRouter:
 
     @staticmethod
     def standby_has_replayed(alias: str, needed_lsn: int | None) -> bool:
-        """Whether the standby ``alias`` has replayed ``needed_lsn``, waiting up to ``REPLICA_WAIT_MS``."""
-        if needed_lsn is None or _has_replayed(alias, needed_lsn):
+        """Whether the standby ``alias`` has replayed ``needed_lsn``, waiting up to ``REPLICA_WAIT_MS``.
+        A standby promoted meanwhile has: it is the primary now, the server every write goes to."""
+        if needed_lsn is None or _has_replayed(alias, needed_lsn, promoted_counts=True):
             return True
-        return _first_to_replay([alias], needed_lsn) is not None
+        return _first_to_replay([alias], needed_lsn, promoted_counts=True) is not None
 
     def db_for_read(self, model, **hints):
         return current_alias()
