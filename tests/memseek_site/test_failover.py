@@ -219,8 +219,8 @@ def _quiet_reader(server: Server, quiet: Quiet, load: Load, log: list) -> None:
 
 
 def _standby_reader(url: str, load: Load, answers: list[tuple[float, float, str]]) -> None:
-    """Reads through ``url`` (every node, ``target_session_attrs=any``: what a reader URL for
-    standbys names) on a new connection each time, as a reader that lost its server reconnects;
+    """Reads through ``url`` (every node, ``target_session_attrs=prefer-standby``: what a reader
+    URL for standbys names) on a new connection each time, as a reader that lost its server reconnects;
     appends (started, finished, error or "") to ``answers``."""
     rng = random.Random()
     while not load.stop.is_set():
@@ -292,7 +292,7 @@ def test_killing_the_primary_promotes_the_standby_and_loses_no_acknowledged_writ
     standby_reads: list[tuple[float, float, str]] = []
     with running_load(server, key, "failover.primary-killed.w") as load:
         reader = threading.Thread(target=_standby_reader, daemon=True,
-                                  args=(cluster.url("memseek", target_session_attrs="any"), load, standby_reads))
+                                  args=(cluster.url("memseek", "prefer-standby"), load, standby_reads))
         reader.start()
         quiet_log: list[tuple[float, float, int, str, str]] = []
         quiet_readers = [threading.Thread(target=_quiet_reader, args=(server, quiet, load, quiet_log), daemon=True)
@@ -320,7 +320,7 @@ def test_killing_the_primary_promotes_the_standby_and_loses_no_acknowledged_writ
     assert resumed_at - killed_at <= RESUME_BOUND_S
     # A reader of the standbys' URL kept reading while no primary took writes.
     gap_reads = [error for started, finished, error in standby_reads if finished > killed_at and started < resumed_at]
-    print(f"reads through the any-node URL: {len(standby_reads)}, {len(gap_reads)} of them during the failover, "
+    print(f"reads through the prefer-standby URL: {len(standby_reads)}, {len(gap_reads)} of them during the failover, "
           f"{sum(1 for *_, error in standby_reads if error)} failed")
     assert gap_reads and not any(error for *_, error in standby_reads), standby_reads[:5]
     assert load.refused, f"the kill refused no write, so the load did not span the failover: {summary}"
@@ -342,7 +342,9 @@ def test_killing_the_primary_promotes_the_standby_and_loses_no_acknowledged_writ
     answered = [entry for entry in gap if 200 <= entry[2] < 300]
     assert gap, "no read of the quiet workspace was sent and answered while there was no primary"
     assert len(answered) >= GAP_READS_ANSWERED_MIN * len(gap), gap
-    assert {entry[4] for entry in answered} == {"replica_0"}  # the standby answered, saying pg_is_in_recovery()
+    # The standby answered (it said pg_is_in_recovery() for the request); a read between the
+    # promotion and the first write after it may already be the new primary's.
+    assert "replica_0" in {entry[4] for entry in answered}, gap
     # The rejoined old primary has every acknowledged write too (synchronous mode kept it in step).
     standby_url = cluster.url("memseek", target_session_attrs="standby")
     cluster.wait_for(lambda: set(_stored(standby_url, load.prefix)) >= set(load.acknowledged), 60,
