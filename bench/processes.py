@@ -65,7 +65,8 @@ class Server:
     connection per request (sync workers close every one), safe to call from many client
     threads."""
 
-    def __init__(self, *, workers: int, env: dict, wsgi_module: str = "memseek_site.wsgi"):
+    def __init__(self, *, workers: int, env: dict, wsgi_module: str = "memseek_site.wsgi",
+                 ready_statuses: tuple[int, ...] = (200,)):
         self.port = free_port()
         self.log = tempfile.NamedTemporaryFile(prefix="memseek-bench-search-gunicorn-", suffix=".log", delete=False)
         self.command = [sys.executable, "-m", "gunicorn", wsgi_module, "--bind", f"127.0.0.1:{self.port}",
@@ -85,7 +86,8 @@ class Server:
             if self.process.poll() is not None:
                 raise RuntimeError(f"gunicorn exited with {self.process.returncode}:\n{self.log_tail()}")
             try:
-                if self.request("GET", "/health")[0] == 200:
+                # /health answers 503 without a primary: a server started for that case says so
+                if self.request("GET", "/health")[0] in ready_statuses:
                     break
             except OSError:
                 pass

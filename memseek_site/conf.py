@@ -154,6 +154,9 @@ DEFAULTS: dict[str, object] = {
     "REPLICA_MAX_LAG_S": 10.0,
     "REPLICA_WAIT_MS": 0,
     "REPLICA_RETRY_S": 5.0,
+    # While the primary cannot be reached (a failover's gap), a read route is served by a replica
+    # that is still a standby and has replayed the read's write (docs/failover.md); false: 503
+    "STANDBY_READS": True,
 }
 
 _CEILINGS = {"MAX_QUERY_TERMS": 384, "API_KEY_CACHE_TTL_S": 60, "MAX_GRAPH_DEPTH": 16, "MAX_GRAPH_PATHS": 500,

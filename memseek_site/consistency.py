@@ -14,6 +14,10 @@ middleware that routes each API request (``memseek_site.replicas`` holds the rul
   replica's alias, chosen only after it answered ``pg_is_in_recovery()`` true for this request.
 - A read served by a replica that fails during the request (5xx, and the replica no longer
   answers) is served again by the primary: its body is kept for that, so the caller sees no 5xx.
+- A read served by the primary that answers ``503 database_unavailable`` (no primary: a
+  failover's gap) is served again, whole, by a replica that is still a standby
+  (``ReplicaRouter.standby_alias``), once it has replayed the read's position within
+  ``REPLICA_WAIT_MS``; else ``503 standby_behind`` with ``Retry-After``. Writes stay 503.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 
 from .conf import memseek_setting
+from .error_handler import DATABASE_RETRY_AFTER_S, RETRY_AFTER_MEMBER
 from .errors import ApiError
 from .replicas import (
     ReplicaRouter,
@@ -119,6 +124,14 @@ def route_request(request, view, workspace_id) -> None:
     last_write = workspace_last_write(workspace_id)
     if last_write is not None:
         routing.needed_lsn = max(routing.needed_lsn or 0, last_write)
+    if routing.standby is not None:
+        if not ReplicaRouter.standby_has_replayed(routing.standby, routing.needed_lsn):
+            raise ApiError("standby_behind",
+                           "There is no primary now (a failover) and the standby has not yet replayed this "
+                           "workspace's last write (or the token's position); retry in a few seconds.",
+                           _TOKEN_PATH if routing.token is not None else None,
+                           {RETRY_AFTER_MEMBER: DATABASE_RETRY_AFTER_S})
+        return
     alias = ReplicaRouter.read_alias(routing.needed_lsn)
     if alias != DEFAULT_DB_ALIAS:
         routing.alias = alias
@@ -147,6 +160,10 @@ class ReadRoutingMiddleware:
                     and not replica_state(routing.alias).reachable:
                 mark_down(routing.alias)
                 response, routing = self._serve(request, primary_only=True)
+            elif routing.kind == "read" and routing.alias == DEFAULT_DB_ALIAS and _database_unavailable(response):
+                standby = ReplicaRouter.standby_alias()
+                if standby is not None:
+                    response, routing = self._serve(request, primary_only=False, standby=standby)
             if routing.kind is not None:
                 response[SERVED_BY_HEADER] = "primary" if routing.alias == DEFAULT_DB_ALIAS else routing.alias
             if (routing.kind == "write" or routing.wrote) and 200 <= response.status_code < 300 \
@@ -156,8 +173,11 @@ class ReadRoutingMiddleware:
         finally:
             set_routing(outer)
 
-    def _serve(self, request, *, primary_only: bool):
-        routing = RequestRouting(token=request.META.get(_TOKEN_META), primary_only=primary_only)
+    def _serve(self, request, *, primary_only: bool, standby: str | None = None):
+        routing = RequestRouting(token=request.META.get(_TOKEN_META), primary_only=primary_only, standby=standby)
+        if standby is not None:  # the whole request, its key's lookup included, on the standby
+            routing.alias, routing.scope = standby, serving(standby)
+            routing.scope.__enter__()
         request.memseek_routing = routing
         set_routing(routing)
         try:
@@ -188,3 +208,9 @@ class ReadRoutingMiddleware:
                 workspace_last_write_raise(workspace_id, position)
             except Exception:  # the write stands; a caller that sends the token still reads it
                 logger.exception("could not record the workspace's last write in the cache")
+
+
+def _database_unavailable(response) -> bool:
+    """Whether ``response`` is the ``503 database_unavailable`` of a server that could not be reached."""
+    data = getattr(response, "data", None)
+    return response.status_code == 503 and isinstance(data, dict) and data.get("error") == "database_unavailable"

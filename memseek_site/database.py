@@ -65,8 +65,16 @@ def replica_database_settings() -> dict[str, dict]:
     """Django ``DATABASES`` entries of ``DATABASE_REPLICA_URLS`` (comma-separated, zero or more
     ``postgresql://`` addresses of streaming replicas): ``replica_0``, ``replica_1``, ... in that
     order (``memseek_site.replicas``). A replica answers within ``connect_timeout`` seconds (2
-    unless its URL says) or is skipped; tests treat each as a mirror of the test database."""
-    urls = [url.strip() for url in os.environ.get("DATABASE_REPLICA_URLS", "").split(",") if url.strip()]
+    unless its URL says) or is skipped; tests treat each as a mirror of the test database. One
+    entry may be a multi-host URL (``postgresql://u@a:5432,b:5432/memseek?target_session_attrs=
+    prefer-standby``, docs/failover.md): a comma starts a new entry only where a scheme follows."""
+    urls: list[str] = []
+    for piece in (piece.strip() for piece in os.environ.get("DATABASE_REPLICA_URLS", "").split(",")):
+        if "://" in piece or not urls:
+            urls.append(piece)
+        elif piece:
+            urls[-1] += "," + piece  # the next host of the entry's host list
+    urls = [url for url in urls if url]
     replicas = {}
     for index, url in enumerate(urls):
         settings = _settings_from_url(url)

@@ -144,6 +144,8 @@ ERROR_STATUS: dict[str, int] = {
     "import_seq_taken": 409,
     # Dependencies
     "database_unavailable": 503,
+    # No primary (a failover's gap) and the standby has not replayed the read's write (memseek_site.replicas)
+    "standby_behind": 503,
     # The request's deadline passed (memseek_site.deadline)
     "deadline_exceeded": 503,
     "embedding_unavailable": 503,

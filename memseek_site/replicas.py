@@ -19,6 +19,10 @@ Raw SQL in this code base uses ``django.db.connection`` (the ``default`` alias),
 points this thread's ``default`` at the chosen server's connection for the request; the router
 names the same server for the ORM's reads, and writes go to ``default``. A replica that fails is
 marked down for ``REPLICA_RETRY_S`` seconds in this process and skipped.
+
+While the primary cannot be reached, ``standby_alias`` names a replica that is still a standby
+to serve read routes (``STANDBY_READS``; ``consistency.ReadRoutingMiddleware`` retries there),
+under the same read-your-writes rule: it must have replayed the read's position.
 """
 from __future__ import annotations
 
@@ -50,7 +54,7 @@ SELECT pg_is_in_recovery(), pg_last_wal_replay_lsn()::text, pg_last_wal_receive_
        current_setting('wal_block_size')::int,
        (SELECT wait_event FROM pg_stat_activity WHERE backend_type = 'startup')
 """
-_REPLAY_SQL = "SELECT pg_last_wal_replay_lsn()::text, current_setting('wal_block_size')::int"
+_REPLAY_SQL = "SELECT pg_last_wal_replay_lsn()::text, current_setting('wal_block_size')::int, pg_is_in_recovery()"
 # The size of a WAL record's header (SizeOfXLogRecord): a page's last bytes fewer than this hold no record.
 _RECORD_HEADER_BYTES = 24
 
@@ -182,6 +186,7 @@ class RequestRouting:
     needed_lsn: int | None = None
     wrote: bool = False
     primary_only: bool = False  # a retry after the replica failed mid-request
+    standby: str | None = None  # a retry on this standby after the primary could not be reached
     scope: object = None  # the ``serving`` of a replica, entered for the view, left after it
 
 
@@ -257,15 +262,30 @@ def mark_down(alias: str) -> None:
         pass
 
 
-def _has_replayed(alias: str, position: int) -> bool:
+def _has_replayed(alias: str, position: int, promoted_counts: bool = False) -> bool:
+    """Whether ``alias`` has replayed ``position``; a server no longer in recovery (its replay
+    position is then NULL) has not, unless ``promoted_counts``."""
     try:
         with connections[alias].cursor() as cursor:
             cursor.execute(_REPLAY_SQL)
-            replay, block = cursor.fetchone()
+            replay, block, in_recovery = cursor.fetchone()
     except DatabaseError:
         mark_down(alias)
         return False
+    if not in_recovery:
+        return promoted_counts
     return replay is not None and replay_reaches(lsn_parse(replay), position, block)
+
+
+def _first_to_replay(aliases: list[str], position: int | None, promoted_counts: bool = False) -> str | None:
+    """The first of ``aliases`` to replay ``position`` within ``REPLICA_WAIT_MS``, or ``None``."""
+    deadline = time.monotonic() + memseek_setting("REPLICA_WAIT_MS") / 1000
+    while aliases and position is not None and time.monotonic() < deadline:
+        time.sleep(0.002)
+        for alias in aliases:
+            if _has_replayed(alias, position, promoted_counts):
+                return alias
+    return None
 
 
 class ReplicaRouter:
@@ -287,13 +307,29 @@ class ReplicaRouter:
             if state.has_replayed(needed_lsn):
                 return state.alias
             behind.append(state.alias)
-        deadline = time.monotonic() + memseek_setting("REPLICA_WAIT_MS") / 1000
-        while behind and time.monotonic() < deadline:
-            time.sleep(0.002)
-            for alias in behind:
-                if _has_replayed(alias, needed_lsn):
-                    return alias
-        return DEFAULT_DB_ALIAS
+        return _first_to_replay(behind, needed_lsn) or DEFAULT_DB_ALIAS
+
+    @staticmethod
+    def standby_alias() -> str | None:
+        """A replica to serve a read route while the primary cannot be reached (a failover's
+        gap): the first that answers and is still a standby, streaming or not (with its primary
+        gone it streams from nobody, and what it replayed is what the lost primary committed).
+        ``None`` when ``STANDBY_READS`` is off, ``READ_CONSISTENCY`` is ``primary``, or none answers."""
+        if not (memseek_setting("STANDBY_READS") and replicas_serve_reads()):
+            return None
+        for alias in replica_aliases():
+            state = replica_state(alias)
+            if state.reachable and state.in_recovery:
+                return alias
+        return None
+
+    @staticmethod
+    def standby_has_replayed(alias: str, needed_lsn: int | None) -> bool:
+        """Whether the standby ``alias`` has replayed ``needed_lsn``, waiting up to ``REPLICA_WAIT_MS``.
+        A standby promoted meanwhile has: it is the primary now, the server every write goes to."""
+        if needed_lsn is None or _has_replayed(alias, needed_lsn, promoted_counts=True):
+            return True
+        return _first_to_replay([alias], needed_lsn, promoted_counts=True) is not None
 
     def db_for_read(self, model, **hints):
         return current_alias()

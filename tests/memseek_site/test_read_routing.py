@@ -117,6 +117,14 @@ def test_replica_urls_become_aliases_in_their_order(monkeypatch):
     assert first["TEST"] == {"MIRROR": "default"}  # tests never create or flush a database on a replica
     monkeypatch.setenv("DATABASE_REPLICA_URLS", "")
     assert replica_database_settings() == {}
+    # A multi-host entry (every node of a failover cluster, docs/failover.md) stays one replica.
+    monkeypatch.setenv("DATABASE_REPLICA_URLS", "postgresql://u@a:5432,b:5433,[::1]/m?target_session_attrs=prefer-standby,"
+                                                "postgresql://u@c/m")
+    replicas_found = replica_database_settings()
+    assert list(replicas_found) == ["replica_0", "replica_1"]
+    assert (replicas_found["replica_0"]["HOST"], replicas_found["replica_0"]["PORT"]) == ("a,b,::1", "5432,5433,")
+    assert replicas_found["replica_0"]["OPTIONS"]["target_session_attrs"] == "prefer-standby"
+    assert replicas_found["replica_1"]["HOST"] == "c"
     monkeypatch.setenv("DATABASE_REPLICA_URLS", "mysql://u@h/db")
     with pytest.raises(ValueError, match="postgresql://"):
         replica_database_settings()
