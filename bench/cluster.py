@@ -63,17 +63,19 @@ def records(start: int, count: int) -> list[dict]:
 
 
 def cpu_ms(topology: Topology) -> dict[str, float]:
-    """CPU milliseconds so far of each tier's processes (user + system, reaped children included)."""
+    """CPU milliseconds so far of each tier's processes (user + system, reaped children included).
+    PgBouncer runs on the database host; its process counts as the pooler tier."""
     ticks = os.sysconf("SC_CLK_TCK")
-    totals = dict.fromkeys(TIERS, 0.0)  # "pooler" stays 0: this cluster has no pooler host
+    totals = dict.fromkeys(TIERS, 0.0)
     for host in topology.hosts:
         for pid in network.namespace_pids(host.namespace):
             try:
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                command, fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)
             except OSError:
                 continue  # exited since it was listed
+            tier = "pooler" if command.endswith("(pgbouncer") else host.role
             # After the command name: utime, stime, cutime, cstime are fields 14 to 17 of stat(5).
-            totals[host.role] += sum(int(value) for value in fields[11:15]) * 1000 / ticks
+            totals[tier] += sum(int(value) for value in fields.split()[11:15]) * 1000 / ticks
     return totals
 
 

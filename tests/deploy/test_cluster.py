@@ -82,6 +82,27 @@ def test_traffic_through_haproxy_reaches_both_api_hosts(cluster, key):
     assert {answer.api_host for answer in answers} == {api.name for api in cluster.of_role("api")}
 
 
+def test_api_traffic_reaches_the_database_through_pgbouncer(cluster, key):
+    database = cluster.one("database")
+
+    def transactions() -> int:
+        return sum(int(row["total_xact_count"]) for row in hosts.pooler_admin(cluster, "SHOW STATS")
+                   if row["database"] == cluster.database_name)
+
+    before = transactions()
+    for _ in range(6):
+        answer = call(cluster.one("balancer"), "POST", "/search", key, {"q": "pooled", "mode": "hybrid"})
+        assert answer.status == 200, answer.body
+    assert transactions() > before  # the searches' transactions passed through the pooler
+    # PostgreSQL sees the service's sessions come from the pooler (the database host's own
+    # address), none from an API or worker host; migrate and admin commands come from the bridge.
+    with psycopg.connect(hosts.database_url(cluster, "postgres")) as direct:
+        addresses = {row[0] for row in direct.execute(
+            "SELECT DISTINCT host(client_addr) FROM pg_stat_activity WHERE datname = %s", (cluster.database_name,))}
+    assert database.address in addresses
+    assert not addresses & {host.address for host in cluster.hosts if host.role in ("api", "worker")}
+
+
 def test_a_write_on_one_api_host_is_read_on_the_other(cluster, key):
     first, second = cluster.of_role("api")
     written = call(first, "POST", "/records", key, {"records": [_record("Maria asked for the renewal quote.")]})
