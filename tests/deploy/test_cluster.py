@@ -14,6 +14,7 @@ from __future__ import annotations
 import http.client
 import threading
 import time
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -50,6 +51,23 @@ def cluster(tmp_path_factory):
         assert down.returncode == 0, down.stderr
         assert not network.namespaces() & {host.namespace for host in topology.hosts}
         assert not network.link_exists(topology.bridge)
+        # Nothing runs from the cluster's files any more: PgBouncer, Redis, HAProxy and PostgreSQL
+        # were all started on configuration or data under the run directory.
+        assert not _running_from(hosts.run_dir(topology))
+
+
+def _running_from(directory) -> list[str]:
+    """Command lines of the running processes (zombies aside) that name ``directory``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, IndexError):
+            continue
+        if state != "Z" and str(directory) in command:
+            found.append(command)
+    return found
 
 
 @pytest.fixture(scope="module")
