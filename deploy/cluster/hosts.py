@@ -184,9 +184,11 @@ def pooler_start(topology: Topology, host: Host) -> None:
     pooler, directory = topology.pooler, run_dir(topology) / "pooler"
     directory.mkdir(mode=0o700, exist_ok=True)
     userlist, ini = directory / "userlist.txt", directory / "pgbouncer.ini"
-    # A plain password in the auth file: PgBouncer checks SCRAM logins against it and logs in to
-    # PostgreSQL (SCRAM too) with it.
-    userlist.write_text(f'"{POSTGRES_USER}" "{password(topology)}"\n')
+    # PostgreSQL's own SCRAM verifier of the user in the auth file, not the password: PgBouncer
+    # checks a client's login against it without deriving the key again (4,096 rounds of
+    # PBKDF2 a login, paid on every new connection), and logs in to PostgreSQL with the keys the
+    # client's proof gave it.
+    userlist.write_text(f'"{POSTGRES_USER}" "{_scram_verifier(topology)}"\n')
     ini.write_text(f"""[databases]
 * = host={host.address} port={host.port}
 
@@ -220,6 +222,15 @@ ignore_startup_parameters = extra_float_digits
             return False
 
     wait_until(topology, host, answers, 30, "start PgBouncer")
+
+
+def _scram_verifier(topology: Topology) -> str:
+    import psycopg
+
+    with psycopg.connect(database_url(topology, "postgres")) as connection:
+        verifier, = connection.execute("SELECT rolpassword FROM pg_authid WHERE rolname = %s",
+                                       (POSTGRES_USER,)).fetchone()
+    return verifier
 
 
 def pooler_admin(topology: Topology, command: str) -> list[dict]:
