@@ -63,17 +63,19 @@ def records(start: int, count: int) -> list[dict]:
 
 
 def cpu_ms(topology: Topology) -> dict[str, float]:
-    """CPU milliseconds so far of each tier's processes (user + system, reaped children included)."""
+    """CPU milliseconds so far of each tier's processes (user + system, reaped children included).
+    PgBouncer runs on the database host; its process counts as the pooler tier."""
     ticks = os.sysconf("SC_CLK_TCK")
-    totals = dict.fromkeys(TIERS, 0.0)  # "pooler" stays 0: this cluster has no pooler host
+    totals = dict.fromkeys(TIERS, 0.0)
     for host in topology.hosts:
         for pid in network.namespace_pids(host.namespace):
             try:
-                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                command, fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)
             except OSError:
                 continue  # exited since it was listed
+            tier = "pooler" if command.endswith("(pgbouncer") else host.role
             # After the command name: utime, stime, cutime, cstime are fields 14 to 17 of stat(5).
-            totals[host.role] += sum(int(value) for value in fields[11:15]) * 1000 / ticks
+            totals[tier] += sum(int(value) for value in fields.split()[11:15]) * 1000 / ticks
     return totals
 
 
@@ -244,7 +246,8 @@ def publish(results: dict, out: Path) -> None:
         f"POST /records of {p['batch']} records (enrichment runs on the worker hosts meanwhile, so its CPU shows "
         "in the worker column and lags the block). The one-API-host rows are the baseline of the same run (api2 "
         "in HAProxy maintenance). CPU ms/request is each tier's CPU time over the block divided by the requests "
-        "answered; the cluster has no pooler host, so that column is 0. Ingest-to-ready writes "
+        "answered; the pooler column is the PgBouncer process on the database host, the database column "
+        "PostgreSQL's. Ingest-to-ready writes "
         f"{p['ready_records']} records ({p['batch']} a request, both API hosts) and times until /health reports no "
         "record pending enrichment; one worker host (worker2 stopped) is the baseline of two.\n\n"
         f"{table}\n\n## Capacity derived from these figures\n\n{capacity}\n\n"

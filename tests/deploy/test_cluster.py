@@ -14,6 +14,7 @@ from __future__ import annotations
 import http.client
 import threading
 import time
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -50,6 +51,23 @@ def cluster(tmp_path_factory):
         assert down.returncode == 0, down.stderr
         assert not network.namespaces() & {host.namespace for host in topology.hosts}
         assert not network.link_exists(topology.bridge)
+        # Nothing runs from the cluster's files any more: PgBouncer, Redis, HAProxy and PostgreSQL
+        # were all started on configuration or data under the run directory.
+        assert not _running_from(hosts.run_dir(topology))
+
+
+def _running_from(directory) -> list[str]:
+    """Command lines of the running processes (zombies aside) that name ``directory``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, IndexError):
+            continue
+        if state != "Z" and str(directory) in command:
+            found.append(command)
+    return found
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +98,27 @@ def test_traffic_through_haproxy_reaches_both_api_hosts(cluster, key):
     answers = [call(balancer, "GET", "/timeline?entity=contact.maria", key) for _ in range(12)]
     assert all(answer.status == 200 for answer in answers), [a.status for a in answers]
     assert {answer.api_host for answer in answers} == {api.name for api in cluster.of_role("api")}
+
+
+def test_api_traffic_reaches_the_database_through_pgbouncer(cluster, key):
+    database = cluster.one("database")
+
+    def transactions() -> int:
+        return sum(int(row["total_xact_count"]) for row in hosts.pooler_admin(cluster, "SHOW STATS")
+                   if row["database"] == cluster.database_name)
+
+    before = transactions()
+    for _ in range(6):
+        answer = call(cluster.one("balancer"), "POST", "/search", key, {"q": "pooled", "mode": "hybrid"})
+        assert answer.status == 200, answer.body
+    assert transactions() > before  # the searches' transactions passed through the pooler
+    # PostgreSQL sees the service's sessions come from the pooler (the database host's own
+    # address), none from an API or worker host; migrate and admin commands come from the bridge.
+    with psycopg.connect(hosts.database_url(cluster, "postgres")) as direct:
+        addresses = {row[0] for row in direct.execute(
+            "SELECT DISTINCT host(client_addr) FROM pg_stat_activity WHERE datname = %s", (cluster.database_name,))}
+    assert database.address in addresses
+    assert not addresses & {host.address for host in cluster.hosts if host.role in ("api", "worker")}
 
 
 def test_a_write_on_one_api_host_is_read_on_the_other(cluster, key):

@@ -1,11 +1,12 @@
 """The cluster's topology file: the shipped one loads, and a file that would make the cluster
 reach outside itself, or lacks a host it needs, is refused with the dotted path of the bad value."""
 import copy
+import shutil
 
 import pytest
 import yaml
 
-from deploy.cluster.hosts import haproxy_config
+from deploy.cluster.hosts import haproxy_config, run_dir, service_environment
 from deploy.cluster.topology import DEFAULT_TOPOLOGY, TopologyError, load, parse, variant
 
 
@@ -29,6 +30,33 @@ def test_haproxy_config_checks_health_on_every_api_host():
     for api in topology.of_role("api"):
         assert f"server {api.name} {api.address}:{api.port} check" in config
     assert "${" not in config
+
+
+@pytest.fixture
+def unbuilt(tmp_path):
+    """A topology no test builds (its environment makes the cluster's secret under its run
+    directory, removed afterwards)."""
+    topology = variant(tmp_path, name="msku", subnet="10.231.9.0/24")
+    yield topology
+    shutil.rmtree(run_dir(topology), ignore_errors=True)
+
+
+def test_api_and_worker_hosts_reach_the_database_through_the_pooler_and_admin_commands_directly(unbuilt):
+    topology = unbuilt
+    database, pooler = topology.one("database"), topology.pooler
+    pooled, direct = service_environment(topology), service_environment(topology, pooled=False)
+    assert pooled["DATABASE_POOLER"] == "pgbouncer"
+    assert f"@{database.address}:{pooler.port}/" in pooled["DATABASE_URL"]
+    assert "DATABASE_POOLER" not in direct and f"@{database.address}:{database.port}/" in direct["DATABASE_URL"]
+
+
+def test_without_a_pooler_every_host_connects_directly(unbuilt):
+    data = yaml.safe_load(unbuilt.source.read_text())
+    del data["pooler"]
+    topology = parse(data, unbuilt.source)
+    assert topology.pooler is None
+    assert ":5432/" in service_environment(topology)["DATABASE_URL"]
+    assert "DATABASE_POOLER" not in service_environment(topology)
 
 
 def _set(data: dict, dotted: str, value) -> dict:
@@ -68,6 +96,10 @@ _DELETE = object()
     ("env", {"API KEY": "1"}, "env.API KEY"),
     ("hosts.3", _DELETE, "hosts"),  # no database host
     ("balancer", _DELETE, "balancer"),
+    ("pooler.port", 5432, "pooler.port"),  # the database's own port on the same address
+    ("pooler.pool_size", 0, "pooler.pool_size"),
+    ("pooler.pool_mode", "session", "pooler.pool_mode"),
+    ("pooler.port", _DELETE, "pooler.port"),
 ])
 def test_bad_topology_is_refused_at_its_dotted_path(shipped, dotted, value, error_path):
     with pytest.raises(TopologyError) as refused:
