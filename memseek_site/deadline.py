@@ -49,8 +49,8 @@ QUERY_CANCELED = "57014"
 # The URL names (Django's ``name=``) of the routes outside the read class, by class.
 SEARCH_ROUTES = frozenset({"search", "search-lexical", "retrieve", "memory-search", "view-query", "mcp"})
 # "record-detail": its DELETE (an erasure); its GET is a read like every GET.
-BULK_ROUTES = frozenset({"records", "record-approve", "record-reject", "receipt-feedback", "evaluate", "erase", "import",
-                         "record-detail"})
+BULK_ROUTES = frozenset({"records", "record-approve", "record-reject", "receipt-feedback", "evaluate", "erase",
+                         "import", "record-detail"})
 CLASS_SETTINGS = {"read": "REQUEST_DEADLINE_MS", "search": "REQUEST_DEADLINE_SEARCH_MS",
                   "bulk": "REQUEST_DEADLINE_BULK_MS"}
 
