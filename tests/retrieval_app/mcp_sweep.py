@@ -40,6 +40,9 @@ class Pools:
 
     record_ids: list[str]
     receipt_ids: list[str] = field(default_factory=list)
+    # Memory paths that exist: a named fact's (read, history) and a passage's (around).
+    fact_paths: list[str] = field(default_factory=list)
+    passage_paths: list[str] = field(default_factory=list)
 
 
 def plan(listing: dict, pools: Pools, per_tool: int = PER_TOOL) -> list[dict]:
@@ -70,8 +73,22 @@ def realistic(tool: dict, index: int, pools: Pools) -> dict:
     names += [name for name in ("k", "limit", "topN") if index % 2 == 1 and name in properties]
     arguments = {}
     for name in dict.fromkeys(names):
-        arguments[name] = _value(name, properties.get(name, {}), index, pools, destructive)
+        if name == "path":
+            arguments[name] = _path(tool, index, pools)
+        else:
+            arguments[name] = _value(name, properties.get(name, {}), index, pools, destructive)
     return arguments
+
+
+def _path(tool: dict, index: int, pools: Pools) -> str:
+    """A memory path the tool's lookup reads: a fact's for read and history, a passage's for
+    around, an entity's passages for the listings."""
+    route = tool["route"].get("path", "")
+    if route.endswith(("/read", "/history")) and pools.fact_paths:
+        return pools.fact_paths[index % len(pools.fact_paths)]
+    if route.endswith("/around") and pools.passage_paths:
+        return pools.passage_paths[index % len(pools.passage_paths)]
+    return f"passages/main/{ENTITIES[0]}"
 
 
 def _value(name: str, prop: dict, index: int, pools: Pools, destructive: bool):

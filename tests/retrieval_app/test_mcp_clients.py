@@ -40,7 +40,10 @@ def sweep(live):
     listing = rest(live, "GET", "/tools")
     record_ids = [record["id"] for record in rest(live, "GET", "/timeline?entity=contact.maria")["records"]]
     receipt = rest(live, "POST", "/retrieve", {"query": "Q3 budget", "entity": "contact.maria"})["receiptId"]
-    calls = mcp_sweep.plan(listing, mcp_sweep.Pools(record_ids=record_ids, receipt_ids=[receipt]))
+    passages = [hit["path"] for hit in rest(live, "GET", "/memory/latest?path=passages/main/contact.maria")["hits"]]
+    facts = ["facts/main/contact.maria/preferred_channel"]  # a named fact of the sample records
+    calls = mcp_sweep.plan(listing, mcp_sweep.Pools(record_ids=record_ids, receipt_ids=[receipt], fact_paths=facts,
+                                                    passage_paths=passages))
     assert len(calls) == mcp_sweep.PER_TOOL * len(listing["tools"]) and listing["tools"]
     return listing, calls
 
