@@ -8,16 +8,11 @@ of stemmed terms compared with the scan over every visible record's stored ``en_
 same n, dfs, average length and matched count, the same hits in order, scores within 1e-9.
 """
 import pytest
-from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from catalog_app.lexical import blocks, scoring
-from catalog_app.lexical.check import lexical_check
-from catalog_app.lexical.compaction import lexical_compact
-from catalog_app.lexical.query import index_top_k
-from tests.catalog_app.lexical_support import load_lexical_catalog, maintain_both_analyzers, oracle_top_k
-from tests.catalog_app.test_lexical_property import SLOTS, _apply, scope
+from tests.catalog_app.lexical_support import load_lexical_catalog, maintain_both_analyzers
+from tests.catalog_app.test_lexical_property import SLOTS, index_equals_scan, scope
 
 WORDS = ("run", "running", "Runs", "runner", "cat", "cats", "dog", "dogs", "the", "a", "of", "x", "fox_trot", "is")
 TERMS = ("run", "runner", "cat", "dog", "fox_trot", "yak")
@@ -51,24 +46,4 @@ def ws(workspace, tmp_path, settings):
                                    st.sampled_from((None, "incremental", "full"))), min_size=1, max_size=4),
        queries=st.lists(query, min_size=1, max_size=5), dense=st.booleans())
 def test_en_v1_index_top_k_equals_the_full_scan(ws, batches, queries, dense, monkeypatch):
-    monkeypatch.setattr(blocks, "BLOCK_POSTINGS", 3)
-    monkeypatch.setattr(blocks, "SMALL_BLOCK", 2)
-    monkeypatch.setattr("catalog_app.lexical.compaction.SMALL_BLOCK", 2)
-    monkeypatch.setattr(scoring, "DENSE_MIN", 1 << 20 if dense else 0)
-    monkeypatch.setattr(scoring, "DENSE_SPAN", 4 if dense else 0)
-    with transaction.atomic():
-        _apply.current = {}
-        for batch, compaction in batches:
-            _apply(ws, batch)
-            if compaction:
-                lexical_compact(workspace_id=ws.pk, full=compaction == "full")
-        for terms, k, where in queries:
-            got = index_top_k(workspace_id=ws.pk, analyzer="en_v1", terms=terms, k=k, scope=where)
-            want = oracle_top_k(ws.pk, terms, k, where, analyzer="en_v1")
-            assert (got.n, got.dfs, got.matched) == (want.n, want.dfs, want.matched), (terms, where)
-            assert got.average_length == want.average_length
-            assert [uid for uid, _ in got.hits] == [uid for uid, _ in want.hits], (terms, k, where)
-            for (_, a), (_, b) in zip(got.hits, want.hits):
-                assert abs(a - b) <= 1e-9
-        assert lexical_check(workspace_id=ws.pk) == []
-        transaction.set_rollback(True)
+    index_equals_scan(ws, batches, queries, dense, monkeypatch, analyzer="en_v1")
