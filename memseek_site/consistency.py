@@ -28,6 +28,7 @@ from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 
 from .conf import memseek_setting
+from . import deadline
 from .error_handler import DATABASE_RETRY_AFTER_S, RETRY_AFTER_MEMBER
 from .errors import ApiError
 from .replicas import (
@@ -198,8 +199,10 @@ class ReadRoutingMiddleware:
     @staticmethod
     def _acknowledge(response, workspace_id) -> None:
         try:
-            with serving(DEFAULT_DB_ALIAS), connections[DEFAULT_DB_ALIAS].cursor() as cursor:
-                position = committed_position(cursor)
+            # Outside the request's deadline: a write that committed just before it ran out is acknowledged.
+            with deadline.beyond_deadline(), serving(DEFAULT_DB_ALIAS):
+                with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
+                    position = committed_position(cursor)
         except DatabaseError:
             return  # the write is committed; without a token the caller's next read goes by its workspace
         response[TOKEN_HEADER] = lsn_format(position)

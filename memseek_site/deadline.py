@@ -95,6 +95,17 @@ def deadline_scope(seconds: float) -> Iterator[None]:
         _end.reset(token)
 
 
+@contextmanager
+def beyond_deadline() -> Iterator[None]:
+    """Run the block with no deadline: the bookkeeping of a request whose work has committed
+    (its consistency token), which must never turn an acknowledged write into an error."""
+    token = _end.set(None)
+    try:
+        yield
+    finally:
+        _end.reset(token)
+
+
 def remaining_s() -> float | None:
     """Seconds left before the current deadline (negative past it), None when there is none."""
     end = _end.get()

@@ -160,3 +160,21 @@ def test_a_slowed_statement_answers_503_within_the_deadline_and_the_worker_serve
     status, body = server.request("GET", "/collections", key=key)
     assert status == 200 and json.loads(body)
     assert server.worker_pids() == workers  # the same worker: none was killed or replaced
+
+
+def test_a_write_that_committed_as_its_deadline_ran_out_is_still_acknowledged(db):
+    """The consistency token is read after the view's work committed: past the deadline it is still
+    read, where a statement run under the deadline would answer deadline_exceeded for a stored write."""
+    from django.http import HttpResponse
+
+    from memseek_site.consistency import TOKEN_HEADER, ReadRoutingMiddleware
+    from memseek_site.replicas import lsn_parse
+
+    deadline.attach()
+    response = HttpResponse(status=201)
+    with deadline.deadline_scope(-1):
+        with pytest.raises(ApiError), connection.cursor() as cursor:
+            cursor.execute("SELECT 1")  # the statement wrapper refuses work past the deadline
+        ReadRoutingMiddleware._acknowledge(response, workspace_id=None)
+        assert deadline.remaining_s() < 0  # the deadline is back after the acknowledgement
+    assert lsn_parse(response[TOKEN_HEADER]) > 0
