@@ -125,7 +125,7 @@ SPECTACULAR_SETTINGS = {
     "OAS_VERSION": "3.1.0",
     # Choice sets used under one name in several components (an evaluation query is a /retrieve body).
     "ENUM_NAME_OVERRIDES": {"RetrievalModeEnum": "retrieval_app.request.MODES", "HealthStatusEnum": ["ok", "degraded"],
-                            "StatusEnum": ["active", "draft"]},
+                            "StatusEnum": ["active", "draft"], "RankDefaultSourceEnum": ["catalog", "builtin"]},
     "POSTPROCESSING_HOOKS": ["catalog_app.api.schema.postprocess_enums_outside_json_schemas",
                              "memseek_site.openapi.postprocess_transport_rules"],
 }

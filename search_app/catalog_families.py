@@ -52,6 +52,15 @@ def _build_profile(body: dict) -> SearchProfile:
                          body["enabled_if_credentials"])
 
 
+# Said by GET /rank/schema, load_catalog and the console while a workspace has no
+# conf/rank_default.yaml: the built-in formula is the contract's, not a ranking anyone measured well.
+BUILTIN_RANK_WARNING = (
+    "This workspace ranks with the engine's built-in formula, N(max(similarity, text_match)) + "
+    "D24(last_accessed), which ranks far worse than the measured default on the quality benches: add "
+    "conf/rank_default.yaml to the catalog (python manage.py new_catalog writes one with the measured "
+    "default) and load it again.")
+
+
 def default_rank_body() -> dict:
     """The deployment default: normalised relevance plus a 24-hour decay on last_accessed
     (``recent``: the decay on occurred_at alone)."""
@@ -82,7 +91,7 @@ def register() -> None:
     register_family(Family(
         name="rank_default", order=30, patterns=("conf/rank_default.yaml",), shape="single", top_key=None,
         single_name="rank_default", versioned=False, validate=_validate_rank_defaults, build=_build_rank_defaults,
-        default_body=default_rank_body))
+        default_body=default_rank_body, builtin_warning=BUILTIN_RANK_WARNING))
     register_family(Family(
         name="search_profile", order=40, patterns=("conf/search_profiles.yaml", "conf/search_profiles/*.yaml"),
         shape="mapping", top_key="profiles", versioned=False, validate=_validate_profile, build=_build_profile))

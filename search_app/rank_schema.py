@@ -1,10 +1,12 @@
 """``GET /rank/schema``: the ranking contract of a workspace, for tooling and diagnostics."""
 from __future__ import annotations
 
+from catalog_app.catalog.registry import BUILTIN_SOURCE
 from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.en_terms import EN_STOPWORDS, STEMMER
 from memseek_site.conf import memseek_setting
 
+from .catalog_families import BUILTIN_RANK_WARNING
 from .engine.bm25 import B, IDF_FORMULA, K1, SCORE_FORMULA
 from .engine.profiles import BACKEND_CAPABILITIES, all_profiles
 from .engine.rank_expression import rank_to_json
@@ -21,6 +23,7 @@ def rank_schema(*, workspace) -> dict:
 
     catalog = catalog_for_workspace(workspace)
     defaults = catalog.get("rank_default", "rank_default")
+    builtin = defaults.source_file == BUILTIN_SOURCE
     bindings = {}
     for name in catalog.names("collection"):
         active = catalog.value("collection", name)
@@ -31,6 +34,8 @@ def rank_schema(*, workspace) -> dict:
         "result_scores": RESULT_SCORES,
         "search_spec": SEARCH_SPEC_SCHEMA,
         "rank_hash": defaults.hash,
+        "default_source": "builtin" if builtin else "catalog",
+        "default_warning": BUILTIN_RANK_WARNING if builtin else None,
         "default_candidates": defaults.value.candidates,
         "variants": {mode: rank_to_json(node) for mode, node in defaults.value.variants.items()},
         "profiles": {name: {"backend": p.backend, "layout": p.layout, "consistency": p.consistency, "usable": p.usable}

@@ -43,9 +43,13 @@ class Family:
     # Checks over the whole family once every definition validated: yields CatalogErrors
     # paired with the file they belong to.
     check_family: Callable[["Catalog"], list[tuple[str, CatalogError]]] | None = None
+    # A "single" family with a ``default_body`` may say why running on that built-in default is a
+    # problem: the sentence ``load_catalog`` and the console show while a workspace does.
+    builtin_warning: str | None = None
 
 
 FAMILIES: dict[str, Family] = {}
+BUILTIN_SOURCE = "(built-in default)"  # the ``source_file`` of a family's built-in default definition
 
 
 def register_family(family: Family) -> None:
@@ -130,4 +134,17 @@ class Catalog:
     def _default_definition(family: Family) -> Definition:
         body = family.default_body()
         return Definition(family.name, family.single_name, 0, True, body, definition_hash(body), "",
-                          "(built-in default)", family.build(body))
+                          BUILTIN_SOURCE, family.build(body))
+
+
+def builtin_default_warnings(catalog: Catalog) -> list[str]:
+    """The ``builtin_warning`` of every family that declares one and that ``catalog`` leaves on
+    its built-in default (no file of the family was ever loaded), in load order."""
+    warnings = []
+    for family in families_in_order():
+        if family.builtin_warning is None or family.single_name is None:
+            continue
+        definition = catalog.get(family.name, family.single_name)
+        if definition is not None and definition.source_file == BUILTIN_SOURCE:
+            warnings.append(family.builtin_warning)
+    return warnings

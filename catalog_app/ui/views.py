@@ -29,6 +29,7 @@ from django.views.decorators.http import require_GET, require_POST
 from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
 
+from ..catalog.registry import builtin_default_warnings
 from ..catalog.runtime import catalog_for_workspace
 from ..embedding_serving import switch_progress
 from ..models import ApiKey, Definition, Workspace
@@ -172,8 +173,11 @@ def definitions(request, workspace: str):
     page = Paginator(definitions_for_console(workspace=ws), DEFINITIONS_PER_PAGE).get_page(request.GET.get("page"))
     rows = [{"definition": d, **definition_summary(d)} for d in page.object_list]
     admin_list = reverse(admin_urlname(Definition._meta, "changelist"))
+    # Built-in defaults a family warns about (the engine's built-in rank formula), said above the list.
+    warnings = builtin_default_warnings(catalog_for_workspace(ws))
     return render(request, "console/definitions.html", {"workspace": ws, "page": page, "rows": rows,
-                                                        "admin_list": admin_list, "tab": "definitions"})
+                                                        "admin_list": admin_list, "tab": "definitions",
+                                                        "builtin_warnings": warnings})
 
 
 @staff_member_required

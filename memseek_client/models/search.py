@@ -75,3 +75,7 @@ class RankSchema:
     # The ranking catalog (``bm25_v1``: k1, b, formulas, scan ceilings, retrieval slots) of a
     # server with lexical search; older servers do not send it.
     ranking: Any = field(default=None, metadata={"newer": True})
+    # "catalog" when the workspace's catalog loaded conf/rank_default.yaml, "builtin" when the
+    # engine's built-in formula ranks; then default_warning says so. None from older servers.
+    default_source: str | None = field(default=None, metadata={"newer": True})
+    default_warning: str | None = field(default=None, metadata={"newer": True})

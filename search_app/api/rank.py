@@ -11,7 +11,14 @@ from ..rank_schema import rank_schema
 
 _RankSchema = inline_serializer("RankSchema", {
     "rank": serializers.JSONField(), "result_scores": serializers.JSONField(), "search_spec": serializers.JSONField(),
-    "rank_hash": serializers.CharField(), "default_candidates": serializers.IntegerField(),
+    "rank_hash": serializers.CharField(),
+    "default_source": serializers.ChoiceField(
+        choices=["catalog", "builtin"], help_text="catalog: the workspace's catalog loaded conf/rank_default.yaml; "
+        "builtin: it never did, and the engine's built-in formula ranks"),
+    "default_warning": serializers.CharField(
+        allow_null=True, help_text="null when default_source is catalog; otherwise a sentence saying the built-in "
+        "formula ranks and how to replace it"),
+    "default_candidates": serializers.IntegerField(),
     "variants": serializers.JSONField(), "profiles": serializers.JSONField(), "bindings": serializers.JSONField(),
     "backends": serializers.JSONField(),
     "ranking": serializers.JSONField(help_text="{bm25_v1: {k1, b, idf, score, tokens, ties, route, capacity: "

@@ -62,6 +62,7 @@ def test_views_list_and_a_view_query(client, ids):
 def test_the_rank_schema_is_typed(client):
     schema = client.rank_schema()
     assert isinstance(schema, RankSchema) and len(schema.rank_hash) >= 16 and schema.default_candidates > 0
+    assert (schema.default_source, schema.default_warning) == ("catalog", None)
 
 
 def test_another_workspace_finds_none_of_these_records(live, ids):

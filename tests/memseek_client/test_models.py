@@ -77,7 +77,8 @@ def _problems(document: dict, model, schema: dict, where: str) -> list[str]:
         has_default = field.default is not dataclasses.MISSING
         if not newer and has_default == (name in required):
             problems.append(f"{where}.{name}: required is {name in required} but the model default is {has_default}")
-        problems += _type_problems(document, hints[field.name], properties[name], name in required,
+        # A member newer than some servers is None when absent, however the schema requires it.
+        problems += _type_problems(document, hints[field.name], properties[name], name in required and not newer,
                                    f"{where}.{name}")
     return problems
 

@@ -15,13 +15,13 @@ from catalog_app.catalog.errors import CatalogInvalid
 from catalog_app.catalog.hashing import definition_hash
 from catalog_app.models import Definition, Workspace
 from catalog_app.services.catalog_load import catalog_load
-from search_app.catalog_families import default_rank_body
+from search_app.catalog_families import BUILTIN_RANK_WARNING, default_rank_body
 from search_app.engine.rank_grammar import RANK_GRAMMAR
 from tests.conftest import EXAMPLE_CATALOG
 
 RANK_FILE = "conf/rank_default.yaml"
-KEYS = ["rank", "result_scores", "search_spec", "rank_hash", "default_candidates", "variants", "profiles",
-        "bindings", "backends", "ranking"]
+KEYS = ["rank", "result_scores", "search_spec", "rank_hash", "default_source", "default_warning",
+        "default_candidates", "variants", "profiles", "bindings", "backends", "ranking"]
 RESULT_SCORES = {"rank_field": "rank", "score_field": "score", "native_score_field": "rank_score",
                  "score_range": [0.0, 1.0], "score_semantics": "query_relative", "normalization": "min_max",
                  "normalization_scope": "ranked_candidates", "calibrated": False,
@@ -78,6 +78,7 @@ def test_rank_schema_of_the_example_catalog(api, catalog):
     stored = Definition.objects.get(workspace=catalog, family="rank_default", active=True)
     assert (stored.source_file, payload["rank_hash"]) == (RANK_FILE, stored.hash)
     assert payload["rank_hash"] != BUILT_IN_HASH
+    assert (payload["default_source"], payload["default_warning"]) == ("catalog", None)
     assert payload["default_candidates"] == 200
     assert payload["variants"] == EXAMPLE_VARIANTS
     assert payload["profiles"] == {"pg_default": {"backend": "pg", "layout": None, "consistency": None,
@@ -101,6 +102,17 @@ def test_rank_schema_without_a_catalog_serves_the_built_in_defaults(api, workspa
     assert (payload["rank_hash"], payload["default_candidates"]) == (BUILT_IN_HASH, 200)
     assert payload["variants"] == BUILT_IN_VARIANTS
     assert payload["bindings"] == {}
+    assert (payload["default_source"], payload["default_warning"]) == ("builtin", BUILTIN_RANK_WARNING)
+
+
+def test_a_catalog_without_a_rank_default_says_the_built_in_formula_ranks(api, workspace, tmp_path):
+    directory = catalog_dir(tmp_path, {})
+    (directory / RANK_FILE).unlink()
+    catalog_load(workspace=workspace, directory=directory)
+    payload = rank_schema(api)
+    assert payload["bindings"]["main"] == "pg_default"
+    assert (payload["default_source"], payload["rank_hash"]) == ("builtin", BUILT_IN_HASH)
+    assert "built-in formula" in payload["default_warning"] and RANK_FILE in payload["default_warning"]
 
 
 def test_rank_schema_rejects_unknown_query_parameters(api, catalog):
@@ -137,6 +149,8 @@ def test_a_catalog_copy_of_the_built_in_default_hashes_identically(api, catalog,
     payload = rank_schema(api)
     assert payload["rank_hash"] == BUILT_IN_HASH
     assert payload["variants"] == BUILT_IN_VARIANTS
+    # Written down on purpose, so not "met by accident": no warning.
+    assert (payload["default_source"], payload["default_warning"]) == ("catalog", None)
 
 
 def test_profiles_and_bindings_include_loaded_profiles(api, catalog, tmp_path):

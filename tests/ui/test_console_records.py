@@ -1,12 +1,17 @@
 """The record browser, the record page and the definitions list: filters that only narrow,
 keyset pages whose query count does not grow with the table, workspace isolation."""
 import re
+import shutil
 from datetime import datetime, timezone
+from html import unescape
 
 from django.urls import reverse
 
 from catalog_app.models import RecordEmbedding
+from catalog_app.services.catalog_load import catalog_load
+from search_app.catalog_families import BUILTIN_RANK_WARNING
 from tests.catalog_app.factories import record_make
+from tests.conftest import EXAMPLE_CATALOG
 
 MARIA = "contact.maria"
 
@@ -164,3 +169,18 @@ def test_definitions_are_paginated(staff, catalog):
     first = staff.get(url).content.decode()
     assert "page 1 of 2" in first and "?page=2" in first
     assert "zz_many" in staff.get(url, {"page": 2}).content.decode()
+
+
+def test_definitions_say_when_the_built_in_rank_formula_ranks(staff, workspace, tmp_path):
+    directory = tmp_path / "catalog"
+    shutil.copytree(EXAMPLE_CATALOG, directory)
+    (directory / "conf" / "rank_default.yaml").unlink()
+    catalog_load(workspace=workspace, directory=directory)
+    page = staff.get(reverse("console:definitions", args=[workspace.name])).content.decode()
+    warnings = re.findall(r'<ul class="messages" id="builtin-defaults"><li class="warning">([^<]+)</li></ul>', page)
+    assert [unescape(text) for text in warnings] == [BUILTIN_RANK_WARNING]
+
+
+def test_definitions_of_a_catalog_with_a_rank_default_carry_no_warning(staff, catalog):
+    page = staff.get(reverse("console:definitions", args=[catalog.name])).content.decode()
+    assert "builtin-defaults" not in page and "built-in formula" not in page

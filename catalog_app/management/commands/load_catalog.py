@@ -3,6 +3,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from catalog_app.catalog.errors import CatalogInvalid
+from catalog_app.catalog.registry import builtin_default_warnings
 from catalog_app.models import Workspace
 from catalog_app.services.catalog_load import catalog_load
 
@@ -29,3 +30,5 @@ class Command(BaseCommand):
             self.stdout.write(f"{change.action:>10}  {change.family} {change.name}@{change.version}")
         verb = "would load" if dry_run else "loaded"
         self.stdout.write(f"{verb} {len(compiled.changes)} definition(s) into {workspace}")
+        for warning in builtin_default_warnings(compiled.catalog):
+            self.stderr.write(self.style.WARNING(f"warning: {warning}"))

@@ -1246,6 +1246,12 @@ export interface components {
             would_hold?: number;
         };
         /**
+         * @description * `catalog` - catalog
+         *     * `builtin` - builtin
+         * @enum {string}
+         */
+        RankDefaultSourceEnum: "catalog" | "builtin";
+        /**
          * Memseek rank expression
          * @description A tree of [operator, argument, ...] lists evaluated once per candidate; higher wins. Any missing signal is 0. Every value produced must be finite.
          */
@@ -1323,6 +1329,15 @@ export interface components {
             backends: unknown;
             bindings: unknown;
             default_candidates: number;
+            /**
+             * @description catalog: the workspace's catalog loaded conf/rank_default.yaml; builtin: it never did, and the engine's built-in formula ranks
+             *
+             *     * `catalog` - catalog
+             *     * `builtin` - builtin
+             */
+            default_source: components["schemas"]["RankDefaultSourceEnum"];
+            /** @description null when default_source is catalog; otherwise a sentence saying the built-in formula ranks and how to replace it */
+            default_warning: string | null;
             profiles: unknown;
             rank: unknown;
             rank_hash: string;
