@@ -21,6 +21,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from django.db import DEFAULT_DB_ALIAS
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.permissions import BasePermission
@@ -28,6 +29,7 @@ from rest_framework.permissions import BasePermission
 from memseek_site.conf import memseek_setting
 from memseek_site.consistency import route_request
 from memseek_site.errors import ApiError
+from memseek_site.replicas import current_alias, serving
 
 from .models import CAPABILITIES, ApiKey, Workspace
 
@@ -61,8 +63,9 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
-def key_resolve(key: str) -> tuple[Workspace, KeyIdentity] | None:
-    """The workspace and identity of an unrevoked ``key``, or ``None``."""
+def key_identity_resolve(key: str) -> tuple[int, KeyIdentity] | None:
+    """The workspace id and identity of an unrevoked ``key`` (from this process's cache, else
+    the primary's key row), or ``None``."""
     digest = hash_key(key)
     ttl = memseek_setting("API_KEY_CACHE_TTL_S")
     now = time.monotonic()
@@ -70,21 +73,37 @@ def key_resolve(key: str) -> tuple[Workspace, KeyIdentity] | None:
         cached = _cache.get(digest)
         if cached and now - cached[0] < ttl:
             _cache.move_to_end(digest)
-            resolved = cached[1:]
-        else:
-            resolved = None
+            return cached[1], cached[2]
+    row = (ApiKey.objects.filter(key_hash=digest, revoked_at__isnull=True)
+           .values("id", "key_hash", "workspace_id", "capabilities").first())
+    if row is None or not hmac.compare_digest(row["key_hash"], digest):
+        return None
+    resolved = (row["workspace_id"], KeyIdentity(row["id"], frozenset(row["capabilities"])))
+    with _cache_lock:
+        _cache[digest] = (now, *resolved)
+        _cache.move_to_end(digest)
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)
+    return resolved
+
+
+def workspace_get(workspace_id) -> Workspace | None:
+    """The workspace row, read on the server serving this request; a replica that does not hold
+    it yet (a workspace made outside the API, which leaves no last-write position) defers to the
+    primary."""
+    workspace = Workspace.objects.filter(pk=workspace_id).first()
+    if workspace is None and current_alias() != DEFAULT_DB_ALIAS:
+        with serving(DEFAULT_DB_ALIAS):
+            workspace = Workspace.objects.filter(pk=workspace_id).first()
+    return workspace
+
+
+def key_resolve(key: str) -> tuple[Workspace, KeyIdentity] | None:
+    """The workspace and identity of an unrevoked ``key``, or ``None``."""
+    resolved = key_identity_resolve(key)
     if resolved is None:
-        row = (ApiKey.objects.filter(key_hash=digest, revoked_at__isnull=True)
-               .values("id", "key_hash", "workspace_id", "capabilities").first())
-        if row is None or not hmac.compare_digest(row["key_hash"], digest):
-            return None
-        resolved = (row["workspace_id"], KeyIdentity(row["id"], frozenset(row["capabilities"])))
-        with _cache_lock:
-            _cache[digest] = (now, *resolved)
-            _cache.move_to_end(digest)
-            while len(_cache) > _CACHE_SIZE:
-                _cache.popitem(last=False)
-    workspace = Workspace.objects.filter(pk=resolved[0]).first()
+        return None
+    workspace = workspace_get(resolved[0])
     return None if workspace is None else (workspace, resolved[1])
 
 
@@ -113,12 +132,21 @@ class WorkspaceKeyAuthentication(BaseAuthentication):
             raise ApiError("unauthorized", "Send 'Authorization: Bearer <workspace key>'.")
         known = request.META.get(IN_PROCESS_WORKSPACE)
         if known is not None and hmac.compare_digest(known[0], parts[1]):
-            resolved = known[1]
-        else:
-            resolved = key_resolve(parts[1])
-        if resolved is None:
+            workspace, identity = known[1]
+            return (identity, workspace)
+        resolved = key_identity_resolve(parts[1])
+        workspace = None
+        if resolved is not None:
+            workspace_id, identity = resolved
+            view = (request.parser_context or {}).get("view")
+            if view is not None and required_capabilities(view, request.method) <= identity.capabilities:
+                # Routed before the workspace row is read, so a read served by a replica reads
+                # it there and the primary is not asked at all (a key that lacks the capability
+                # is routed by HasWorkspace after its 403, as before).
+                route_request(request._request, view, workspace_id)
+            workspace = workspace_get(workspace_id)
+        if workspace is None:
             raise ApiError("unauthorized", "The bearer key is not valid (unknown or revoked).")
-        workspace, identity = resolved
         return (identity, workspace)
 
     def authenticate_header(self, request):

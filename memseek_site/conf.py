@@ -149,11 +149,13 @@ DEFAULTS: dict[str, object] = {
     # routes go (read_your_writes: a replica that has replayed the caller's last write; primary:
     # never a replica), how far a replica's replay may trail what it received before it is
     # skipped, how long a read waits for a replica to reach its write before the primary serves
-    # it, and how long a replica that failed is left alone
+    # it, how long a replica that failed is left alone, and how long a process trusts a replay
+    # position it heard from a healthy replica to route reads it covers without asking again
     "READ_CONSISTENCY": "read_your_writes",
     "REPLICA_MAX_LAG_S": 10.0,
     "REPLICA_WAIT_MS": 0,
     "REPLICA_RETRY_S": 5.0,
+    "REPLICA_STATE_TTL_MS": 1000,
     # While the primary cannot be reached (a failover's gap), a read route is served by a replica
     # that is still a standby and has replayed the read's write (docs/failover.md); false: 503
     "STANDBY_READS": True,

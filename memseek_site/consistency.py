@@ -11,7 +11,8 @@ middleware that routes each API request (``memseek_site.replicas`` holds the rul
   invalid_consistency_token``. A read route waits for the larger of it and its workspace's last
   write (``ReplicaRouter.read_alias``).
 - ``Memseek-Served-By`` names the server that served a routed request: ``primary``, or the
-  replica's alias, chosen only after it answered ``pg_is_in_recovery()`` true for this request.
+  replica's alias, chosen only after it answered ``pg_is_in_recovery()`` true for this request or
+  within the last ``REPLICA_STATE_TTL_MS`` (``replicas.heard_covers``).
 - A read served by a replica that fails during the request (5xx, and the replica no longer
   answers) is served again by the primary: its body is kept for that, so the caller sees no 5xx.
 - A read served by the primary that answers ``503 database_unavailable`` (no primary: a

@@ -45,6 +45,10 @@ READ_CONSISTENCIES = ("read_your_writes", "primary")
 _local = threading.local()  # .stack: aliases served by this thread, innermost last; .primary
 _down_until: dict[str, float] = {}
 _rotation = itertools.count()
+# Per process: each replica's replay position as last heard while it was healthy, with when it
+# was asked (the time before the question, so the position was reached no later than that).
+_heard: dict[str, tuple[float, int, int]] = {}  # alias -> (asked at, replay position, wal_block_size)
+_clock = time.monotonic  # the TTL's clock (a test may put a fake one here)
 
 # One query on the replica says everything the choice needs, so a healthy replica costs one round trip.
 _STATE_SQL = """
@@ -229,11 +233,38 @@ class ReplicaState:
                 "lag_s": round(self.lag_s, 3)}
 
 
+def heard_covers(alias: str, position: int | None) -> bool:
+    """Whether ``alias``'s replay position as heard within the last ``REPLICA_STATE_TTL_MS``
+    (while it was healthy) already reaches ``position`` (``None``: any fresh hearing does).
+
+    A replay position only grows, so a heard one is a lower bound of the replica's position now:
+    covering ``position`` proves the replica holds it without asking. A hearing that does not
+    cover it proves nothing (the replica may have replayed further since): the caller asks."""
+    heard = _heard.get(alias)
+    if heard is None:
+        return False
+    asked_at, replay_lsn, wal_block_size = heard
+    if _clock() - asked_at >= memseek_setting("REPLICA_STATE_TTL_MS") / 1000:
+        return False
+    return position is None or replay_reaches(replay_lsn, position, wal_block_size)
+
+
+def forget_heard(alias: str | None = None) -> None:
+    """Drop what this process heard of ``alias`` (of every replica: ``None``)."""
+    if alias is None:
+        _heard.clear()
+    else:
+        _heard.pop(alias, None)
+
+
 def replica_state(alias: str) -> ReplicaState:
-    """Ask ``alias`` for its state; a failure marks it down for ``REPLICA_RETRY_S`` seconds."""
+    """Ask ``alias`` for its state; a failure marks it down for ``REPLICA_RETRY_S`` seconds. A
+    healthy answer's replay position is remembered for ``heard_covers``; any other answer
+    forgets the replica's last one."""
     if _down_until.get(alias, 0.0) > time.monotonic():
         return ReplicaState(alias, reachable=False)
     connection = connections[alias]
+    asked_at = _clock()
     try:
         with connection.cursor() as cursor:
             cursor.execute(_STATE_SQL)
@@ -249,13 +280,19 @@ def replica_state(alias: str) -> ReplicaState:
               and not replay_reaches(replay_lsn, lsn_parse(receive), block))
     # Caught up with everything received: no lag. Behind: the time since the primary committed the
     # last transaction it replayed (PostgreSQL's own replay timestamp).
-    return ReplicaState(alias, True, bool(in_recovery), bool(streaming), replay_lsn,
-                        float(since_replay_s) if behind else 0.0, block)
+    state = ReplicaState(alias, True, bool(in_recovery), bool(streaming), replay_lsn,
+                         float(since_replay_s) if behind else 0.0, block)
+    if state.healthy and replay_lsn is not None:
+        _heard[alias] = (asked_at, replay_lsn, block)
+    else:
+        forget_heard(alias)
+    return state
 
 
 def mark_down(alias: str) -> None:
     """Skip ``alias`` in this process for ``REPLICA_RETRY_S`` seconds; drop its connection."""
     _down_until[alias] = time.monotonic() + memseek_setting("REPLICA_RETRY_S")
+    forget_heard(alias)
     try:
         connections[alias].close()
     except DatabaseError:
@@ -273,6 +310,7 @@ def _has_replayed(alias: str, position: int, promoted_counts: bool = False) -> b
         mark_down(alias)
         return False
     if not in_recovery:
+        forget_heard(alias)
         return promoted_counts
     return replay is not None and replay_reaches(lsn_parse(replay), position, block)
 
@@ -294,14 +332,19 @@ class ReplicaRouter:
     @staticmethod
     def read_alias(needed_lsn: int | None) -> str:
         """The server for a read route's request that must see ``needed_lsn`` (``None``: no
-        write to follow): a healthy replica that has replayed it, else ``default``."""
+        write to follow): a healthy replica that has replayed it, else ``default``. A replica
+        heard healthy within ``REPLICA_STATE_TTL_MS`` at a position that covers ``needed_lsn``
+        is chosen without a query; otherwise it is asked (and heard again)."""
         if not replicas_serve_reads():
             return DEFAULT_DB_ALIAS
         aliases = replica_aliases()
         start = next(_rotation)
         behind = []
         for offset in range(len(aliases)):
-            state = replica_state(aliases[(start + offset) % len(aliases)])
+            alias = aliases[(start + offset) % len(aliases)]
+            if heard_covers(alias, needed_lsn) and _down_until.get(alias, 0.0) <= time.monotonic():
+                return alias
+            state = replica_state(alias)
             if not state.healthy:
                 continue
             if state.has_replayed(needed_lsn):

@@ -39,8 +39,9 @@ CACHE_URL = f"redis://{REDIS[0]}:{REDIS[1]}/{os.environ.get('MEMSEEK_TEST_REDIS_
 class Live:
     """The server, the replica and two workspaces' keys."""
 
-    def __init__(self, server: Server, replica: StreamingReplica, keys: dict, database: str):
-        self.server, self.replica, self.keys, self.database = server, replica, keys, database
+    def __init__(self, server: Server, replica: StreamingReplica, keys: dict, settings: dict):
+        self.server, self.replica, self.keys, self.settings = server, replica, keys, settings
+        self.database = settings["NAME"]
 
     def call(self, method: str, path: str, workspace: str, payload=None, token: str | None = None):
         """``(status, headers, body)`` of one request as ``workspace``'s key."""
@@ -70,6 +71,13 @@ class Live:
 
         with psycopg.connect(self.replica.url(self.database), autocommit=True) as conn:
             return conn.execute(f"SELECT count(*) FROM {table} WHERE id = %s", (row_id,)).fetchone()[0] == 1
+
+    def holds_workspace(self, name: str) -> bool:
+        import psycopg
+
+        with psycopg.connect(self.replica.url(self.database), autocommit=True) as conn:
+            row = conn.execute("SELECT count(*) FROM catalog_app_workspace WHERE name = %s", (name,)).fetchone()
+        return row[0] == 1
 
     def on_replica(self, record_id: str) -> bool:
         return self.holds("catalog_app_record", record_id)
@@ -102,7 +110,7 @@ def live(django_db_setup, django_db_blocker, tmp_path_factory):
             "DATABASE_URL": database_url(settings), "DATABASE_REPLICA_URLS": replica.url(settings["NAME"]),
             "CACHE_URL": CACHE_URL, "CELERY_BROKER_URL": "", "OMP_NUM_THREADS": "1",
             "REPLICA_MAX_LAG_S": str(MAX_LAG_S), "REPLICA_RETRY_S": "1"})
-        yield Live(server, replica, keys, settings["NAME"])
+        yield Live(server, replica, keys, settings)
     finally:
         if server is not None:
             server.stop()
@@ -184,6 +192,26 @@ def test_the_sdk_token_alone_keeps_read_your_writes_when_the_cache_forgot(live):
             assert (status, headers[SERVED_BY_HEADER]) == (404, "replica_0")
         finally:
             live.replica.resume_replay()
+
+
+def test_a_workspace_the_replica_lacks_still_authenticates_and_its_reads_are_routed(live):
+    """A read is routed before its workspace row is read, so the row is read on the replica; one
+    made outside the API (no last write recorded) that the standby has not replayed is read on the
+    primary instead, never answered 401."""
+    import subprocess
+    import sys
+
+    live.replica.pause_replay()
+    try:
+        made = subprocess.run(
+            [sys.executable, "manage.py", "create_workspace", "replica-c"], capture_output=True, text=True,
+            timeout=120, env={**os.environ, "DATABASE_URL": database_url(live.settings)}, check=True)
+        live.keys["c"] = made.stdout.strip().splitlines()[-1]
+        assert not live.holds_workspace("replica-c")  # the standby lacks the row
+        status, headers, answer = live.call("GET", "/rank/schema", "c")
+        assert (status, headers[SERVED_BY_HEADER]) == (200, "replica_0"), answer
+    finally:
+        live.replica.resume_replay()
 
 
 def test_a_receipt_written_by_a_read_on_the_replica_is_read_back(live):
