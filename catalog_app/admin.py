@@ -22,6 +22,7 @@ from django.utils.functional import cached_property
 from django.utils.html import format_html, format_html_join
 
 from .models import ActivationAudit, ApiKey, DeadLetter, Definition, ErasureAudit, Record, ReviewAudit, Workspace
+from .record_rows import UNREAD_COLUMNS
 from .services.activation import ActivationRefused, DefinitionActivation
 
 
@@ -307,7 +308,7 @@ class RecordAdmin(ReadOnlyAdmin):
     readonly_fields = fields
 
     def get_queryset(self, request):
-        return super().get_queryset(request).defer("search_vector", "bm25_tf", "en_tf")
+        return super().get_queryset(request).defer(*UNREAD_COLUMNS)
 
     def get_changelist(self, request, **kwargs):
         return RecordChangeList

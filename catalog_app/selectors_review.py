@@ -15,11 +15,11 @@ from django.db import connection
 from memseek_site.errors import ApiError
 
 from .models import Record, Workspace
+from .record_rows import UNREAD_COLUMNS
 from .record_sql import RECORD, current_in_lane
 from .selectors import SYSTEM_COLLECTION
 
 MAX_PER_PAGE = 100
-_UNREAD_COLUMNS = ("search_vector", "bm25_tf", "en_tf")
 
 _PENDING_SQL = f"""
 WITH heads AS (
@@ -136,7 +136,7 @@ def content_changes(active_content: dict, draft_content: dict) -> list[dict]:
 
 
 def _rows(ids) -> dict:
-    return {record.id: record for record in Record.objects.filter(id__in=ids).defer(*_UNREAD_COLUMNS)} if ids else {}
+    return {record.id: record for record in Record.objects.filter(id__in=ids).defer(*UNREAD_COLUMNS)} if ids else {}
 
 
 def _active_heads(workspace: Workspace, slots: list[tuple[str, str, str]]) -> dict[tuple[str, str, str], object]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from catalog_app.catalog.registry import Catalog
+from catalog_app.record_rows import RetrievalRow
 from search_app.engine.recheck import raw_value
 from search_app.engine.render import render_row
 from search_app.engine.resolve import FieldAccess, field_paths
@@ -29,10 +30,9 @@ from search_app.engine.rows import render_row_of
 from search_app.engine.tokens import count_tokens
 
 from .policy import RetrievalPolicy, Source
-from .rows import Row
 
 
-def section_of(row: Row, policy_collections: frozenset[str]) -> str:
+def section_of(row: RetrievalRow, policy_collections: frozenset[str]) -> str:
     if row.collection in policy_collections:
         return "policies"
     if row.depth > 0:
@@ -40,12 +40,12 @@ def section_of(row: Row, policy_collections: frozenset[str]) -> str:
     return "facts" if row.key is not None else "events"
 
 
-def rendered_row(row: Row, score_names: tuple[str, ...]) -> tuple[str, int]:
+def rendered_row(row: RetrievalRow, score_names: tuple[str, ...]) -> tuple[str, int]:
     text = render_row(render_row_of(row, score_names))
     return text, count_tokens(text)
 
 
-def policy_fields(row: Row, catalog: Catalog, policy: RetrievalPolicy) -> dict:
+def policy_fields(row: RetrievalRow, catalog: Catalog, policy: RetrievalPolicy) -> dict:
     spec = policy.of(row.collection)
     visibility = _value(row, catalog, spec.visibility) or "shared"
     owner = _value(row, catalog, Source(field=spec.owner_agent_id)) if spec.owner_agent_id else None
@@ -53,7 +53,7 @@ def policy_fields(row: Row, catalog: Catalog, policy: RetrievalPolicy) -> dict:
                                                                                        spec.classification)}
 
 
-def _value(row: Row, catalog: Catalog, source: Source):
+def _value(row: RetrievalRow, catalog: Catalog, source: Source):
     if source.field is None:
         return source.literal
     definition = catalog.get("collection", row.collection, row.collection_version)
@@ -64,7 +64,7 @@ def _value(row: Row, catalog: Catalog, source: Source):
     return value if isinstance(value, str) else None
 
 
-def entry(row: Row, *, score: float | None, rendered: str, tokens: int, policy: dict, trust: dict,
+def entry(row: RetrievalRow, *, score: float | None, rendered: str, tokens: int, policy: dict, trust: dict,
           show_superseded: bool) -> dict:
     derived = row.depth > 0
     source_ref = row.dedupe_key or (str(row.derived_from[0]) if row.derived_from else None)

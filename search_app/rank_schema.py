@@ -1,13 +1,13 @@
 """``GET /rank/schema``: the ranking contract of a workspace, for tooling and diagnostics."""
 from __future__ import annotations
 
+from catalog_app.bm25_formula import B, IDF_FORMULA, K1, SCORE_FORMULA
 from catalog_app.catalog.registry import BUILTIN_SOURCE
 from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.en_terms import EN_STOPWORDS, STEMMER
 from memseek_site.conf import memseek_setting
 
 from .catalog_families import BUILTIN_RANK_WARNING
-from .engine.bm25 import B, IDF_FORMULA, K1, SCORE_FORMULA
 from .engine.profiles import BACKEND_CAPABILITIES, all_profiles
 from .engine.rank_expression import rank_to_json
 from .engine.rank_grammar import RANK_GRAMMAR

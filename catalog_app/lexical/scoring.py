@@ -1,9 +1,9 @@
 """Exact BM25 top-k over posting arrays, with MaxScore pruning.
 
 Pure numpy over float8 values, no database. Every score is computed exactly as the full-scan
-oracle computes it (``search_app.engine.bm25``, and its SQL in ``search_app.backends.pg_bm25``):
-each term's contribution ``idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / average))``
-with the operations in that order, summed over the query terms in query order (a term a record
+oracle computes it (``search_app.backends.pg_bm25``): each term's contribution
+``catalog_app.bm25_formula.contribution`` (the SQL's own form renders it, operations in the same
+order), summed over the query terms in query order (a term a record
 lacks adds 0.0, which changes no float). Equal inputs therefore give bit-identical scores, and
 the ranking (score descending, then UUID ascending) is the oracle's.
 
@@ -30,21 +30,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-K1 = 1.2
-B = 0.75
+from catalog_app.bm25_formula import contribution
+from catalog_app.bm25_formula import idf as idf  # the index's callers read both from here
+
 _MARGIN = 1e-9  # relative slack of every pruning comparison: rounding is ~1e-16
 _THETA_TERMS = 2  # the highest-bound terms whose k-th best contribution is tried as the threshold
 _THETA_SAMPLE = 32_768  # of their first postings (any subset's k-th best is a valid threshold)
-
-
-def idf(n: int, df: int) -> float:
-    """The page's positive idf, as ``search_app.engine.bm25.idf`` computes it."""
-    return math.log(1 + (n - df + 0.5) / (df + 0.5))
-
-
-def contribution(term_idf: float, tf, length, average: float):
-    """One term's contribution (scalars or arrays), in the oracle's operation order."""
-    return term_idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / average))
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,11 +33,10 @@ from memseek_site.errors import ApiError
 
 from ..catalog.runtime import catalog_for_workspace
 from ..models import Record, ReviewAudit, Workspace
+from ..record_rows import UNREAD_COLUMNS
 from ..record_sql import current_in_lane_q, lane_of
 from ..write_locks import entity_locks, workspace_lock_shared
 from .record_ingest import record_ingest_batch
-
-_UNREAD_COLUMNS = ("search_vector", "bm25_tf", "en_tf")
 
 
 @transaction.atomic
@@ -103,7 +102,7 @@ def is_withdrawal(record: Record) -> bool:
 def _pending_draft(workspace: Workspace, draft_id: uuid.UUID, verb: str) -> Record:
     """Load ``draft_id``, check it is a reviewable draft, take the entity lock, and check it is
     still the pending draft of its slot."""
-    draft = Record.objects.filter(workspace=workspace, pk=draft_id).defer(*_UNREAD_COLUMNS).first()
+    draft = Record.objects.filter(workspace=workspace, pk=draft_id).defer(*UNREAD_COLUMNS).first()
     if draft is None:
         raise ApiError("record_not_found", f"No record {draft_id} in this workspace.", path="id")
     if draft.status != "draft":
@@ -164,4 +163,4 @@ def _write(workspace: Workspace, item: dict, draft: Record, what: str) -> Record
         detail = error.detail.removeprefix("records[0]: ")
         raise ApiError(error.code, f"Draft {draft.id} cannot be written as {what}: {detail}", path="id",
                        extra=error.extra) from None
-    return Record.objects.defer(*_UNREAD_COLUMNS).get(pk=result.inserted[0].id)
+    return Record.objects.defer(*UNREAD_COLUMNS).get(pk=result.inserted[0].id)

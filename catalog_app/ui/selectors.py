@@ -15,11 +15,11 @@ from datetime import datetime
 from django.db.models import F, Func, IntegerField
 
 from ..models import Definition, Record, RecordEmbedding, ReviewAudit, Workspace
+from ..record_rows import UNREAD_COLUMNS
 from ..record_sql import lane_of
 
 LIST_COLUMNS = ("id", "seq", "entity", "collection", "collection_version", "type", "key", "status", "text",
                 "tombstone", "enriched_at", "occurred_at", "created_at")
-_UNREAD_COLUMNS = ("search_vector", "bm25_tf", "en_tf")
 CHILDREN_SHOWN = 50
 CHAIN_SIDE = 12
 
@@ -96,7 +96,7 @@ def record_detail(*, workspace: Workspace, record_id: uuid.UUID) -> dict | None:
     ``embeddings`` ``[{space, dimension, created_at}]``, ``reviews`` the review audit rows where
     it was the draft or the written record.
     """
-    record = Record.objects.filter(workspace=workspace, pk=record_id).defer(*_UNREAD_COLUMNS).first()
+    record = Record.objects.filter(workspace=workspace, pk=record_id).defer(*UNREAD_COLUMNS).first()
     if record is None:
         return None
     found = {row.id: row for row in Record.objects.filter(workspace=workspace, id__in=record.derived_from)

@@ -11,10 +11,10 @@ import math
 
 from django.db import connection
 
+from catalog_app.bm25_formula import contribution, idf
 from catalog_app.lexical.analyzers import analyzer_get
 from catalog_app.record_sql import RECORD
 from memseek_site.errors import ApiError
-from search_app.engine.bm25 import bm25_term_score, idf
 
 from .corpus import LexicalCorpus
 from .request import LexicalRequest
@@ -40,7 +40,7 @@ def recheck_hits(corpus: LexicalCorpus, request: LexicalRequest, page: LexicalPa
             raise LexicalInconsistency("retrieval_inconsistency", f"hit {record_id} is not a visible record of this "
                                        "scope; the request failed rather than answer with it")
         counts, length = analyzer_get(request.analyzer).frequencies(texts[record_id])
-        expected = sum(bm25_term_score(counts[term], length, page.average_length, term_idf)
+        expected = sum(contribution(term_idf, counts[term], length, page.average_length)
                        for term, term_idf in zip(request.terms, idfs) if term in counts)
         if not math.isclose(score, expected, rel_tol=1e-9, abs_tol=1e-12):
             raise LexicalInconsistency("retrieval_inconsistency", f"hit {record_id} was scored {score} but its text "

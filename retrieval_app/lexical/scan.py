@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 from django.db import connection
 
+from catalog_app.bm25_formula import contribution_sql, idf_sql
 from catalog_app.record_sql import RECORD, source_bytes
 from search_app.backends.pg_bm25 import terms_join
-from search_app.engine.bm25 import B, K1
 
 from .corpus import LexicalCorpus
 from .request import LexicalRequest, LexicalRequestError
@@ -97,8 +97,6 @@ def lexical_scan(corpus: LexicalCorpus, request: LexicalRequest) -> LexicalPage:
 
 
 def _term_sql(i: int) -> str:
-    """Term ``i``'s contribution on corpus row ``d`` under the statistics ``s``: ``bm25_term_score``
-    with ``idf(s.n, s.df_i)``."""
-    tf = f"COALESCE(d.t{i}, 0)"
-    idf = f"ln(1 + (s.n - s.df{i} + 0.5) / (s.df{i} + 0.5))"
-    return f"({idf} * {tf} * {K1 + 1} / ({tf} + {K1} * ({1 - B} + {B} * d.length / s.average)))"
+    """Term ``i``'s contribution on corpus row ``d`` under the statistics ``s``, with
+    ``idf(s.n, s.df_i)``."""
+    return contribution_sql(idf_sql("s.n", f"s.df{i}"), f"COALESCE(d.t{i}, 0)", "d.length", "s.average")

@@ -26,11 +26,12 @@ from datetime import datetime
 from django.db import connection
 
 from catalog_app.catalog.registry import Catalog
+from catalog_app.record_rows import PASSAGE_COLUMNS, passage_row
 from catalog_app.record_sql import RECORD, Clause
 
 from .addresses import MemoryPath
 from .dates import DateWindow
-from .rows import COLUMNS, passage_row, passage_scope, thread_of
+from .rows import passage_scope, thread_of
 
 
 def lend_to_neighbours(ranked: Sequence[tuple[Hashable, float]], neighbours: Mapping[Hashable, Sequence[Hashable]],
@@ -82,7 +83,7 @@ def _neighbour_statement(workspace_id: int, catalog: Catalog, collection: str, f
     rows = ", ".join(["(%s::uuid, %s::text, %s::timestamptz, %s::bigint, %s::jsonb)"] * len(members))
     values = [v for anchor, thread in members
               for v in (anchor.id, anchor.entity, anchor.occurred_at, anchor.seq, json.dumps(thread))]
-    probes = [f"(SELECT {COLUMNS} FROM {RECORD} r WHERE {scope.sql} AND (r.occurred_at, r.seq) {comparison} "
+    probes = [f"(SELECT {PASSAGE_COLUMNS} FROM {RECORD} r WHERE {scope.sql} AND (r.occurred_at, r.seq) {comparison} "
               f"(a.occurred_at, a.seq) ORDER BY r.occurred_at {direction}, r.seq {direction} LIMIT 1)"
               for comparison, direction in (("<", "DESC"), (">", "ASC"))]
     sql = (f"SELECT a.anchor, n.* FROM (VALUES {rows}) AS a(anchor, entity, occurred_at, seq, thread) "

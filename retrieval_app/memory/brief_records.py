@@ -13,21 +13,9 @@ from datetime import datetime, timedelta
 
 from django.db import connection
 
+from catalog_app.record_rows import FACT_COLUMNS, FactRow
 from catalog_app.record_sql import RECORD, as_of_cut, current_in_lane, live
 from search_app.engine.spec import SYSTEM_COLLECTION
-
-
-@dataclass(frozen=True, slots=True)
-class FactRow:
-    """A keyed record as ``known`` shows it (attribute names match ``Record`` for addressing)."""
-
-    id: uuid.UUID
-    collection: str
-    entity: str
-    key: str
-    status: str
-    text: str
-    occurred_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +48,7 @@ def current_facts(*, workspace_id: int, entity: str | None, end: datetime | None
         params.append(entity)
     params.append(limit)
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT r.id, r.collection, r.entity, r.key, r.status, r.text, r.occurred_at FROM {RECORD} r "
+        cursor.execute(f"SELECT {FACT_COLUMNS} FROM {RECORD} r "
                        f"WHERE {' AND '.join(conditions)} ORDER BY r.occurred_at DESC, r.seq DESC LIMIT %s", params)
         return [FactRow(*row) for row in cursor.fetchall()]
 

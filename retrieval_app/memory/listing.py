@@ -21,13 +21,14 @@ from django.db import connection
 
 from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.lexical.query import IndexScope, index_top_k
+from catalog_app.record_rows import PASSAGE_COLUMNS
 from catalog_app.record_sql import RECORD, Clause
 from memseek_site.errors import RequestError
 
 from .addresses import KINDS, MemoryPath, fact_path
 from .hits import hit_shape, passage_roles
 from .params import LsRequest
-from .rows import COLUMNS, fetch_rows, newest_page, page_of, passage_scope, require_held
+from .rows import fetch_rows, newest_page, page_of, passage_scope, require_held
 
 COUNT_ANALYZER = "bm25_v1"  # any maintained analyzer indexes every visible record
 
@@ -79,7 +80,7 @@ def _facts(workspace, catalog, path: MemoryPath, request: LsRequest) -> list[dic
     if request.after is not None:
         scope = scope & Clause("r.key > %s", (request.after.leaf,))
     # versions: every row of the fact's active lane, as /memory/history lists them.
-    rows = fetch_rows(f"SELECT {COLUMNS} FROM {RECORD} r WHERE {scope.sql} ORDER BY r.key LIMIT %s",
+    rows = fetch_rows(f"SELECT {PASSAGE_COLUMNS} FROM {RECORD} r WHERE {scope.sql} ORDER BY r.key LIMIT %s",
                       [*scope.params, request.limit + 1])
     versions = _versions(workspace, path, [row.key for row in rows])
     return [{"name": row.key, "kind": "fact", "path": fact_path(row), "id": str(row.id), "text": row.text,
@@ -98,7 +99,7 @@ def _passages(workspace, catalog, path: MemoryPath, request: LsRequest) -> dict:
     scope = passage_scope(workspace_id=workspace.pk, catalog=catalog, path=path)
     cursor = None
     if request.after is not None:
-        found = fetch_rows(f"SELECT {COLUMNS} FROM {RECORD} r WHERE {scope.sql} AND r.id = %s",
+        found = fetch_rows(f"SELECT {PASSAGE_COLUMNS} FROM {RECORD} r WHERE {scope.sql} AND r.id = %s",
                            [*scope.params, request.after.record_id])
         if not found:
             raise RequestError("request_schema", "is not an entry of this listing; pass next_cursor from the "

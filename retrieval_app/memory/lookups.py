@@ -27,6 +27,7 @@ from django.db import connection
 from catalog_app.catalog.registry import Catalog
 from catalog_app.catalog.runtime import catalog_for_workspace
 from catalog_app.lexical.query import IndexScope, records_with_all_terms
+from catalog_app.record_rows import PASSAGE_COLUMNS, PassageRow
 from catalog_app.record_sql import RECORD, TRUE, Clause
 from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
@@ -34,7 +35,7 @@ from memseek_site.errors import ApiError
 from .addresses import MemoryPath
 from .hits import hit_shape, passage_roles
 from .params import AroundRequest, GrepRequest, LatestRequest, Window
-from .rows import COLUMNS, PassageRow, fetch_rows, newest_page, page_of, passage_scope, require_held, same_thread
+from .rows import fetch_rows, newest_page, page_of, passage_scope, require_held, same_thread
 
 GREP_ANALYZER = "bm25_v1"  # its terms are the phrase's (catalog_app.bm25_terms)
 _WORD_EDGE = re.compile(r"[^\W_]")
@@ -74,7 +75,7 @@ def _verified(scope: Clause, seqs: tuple[int, ...], matcher: "PhraseMatcher") ->
     if not seqs:
         return []
     where = scope & Clause("r.seq = ANY(%s::bigint[])", (list(seqs),))
-    rows = fetch_rows(f"SELECT {COLUMNS} FROM {RECORD} r WHERE {where.sql} ORDER BY r.seq DESC", where.params)
+    rows = fetch_rows(f"SELECT {PASSAGE_COLUMNS} FROM {RECORD} r WHERE {where.sql} ORDER BY r.seq DESC", where.params)
     return [row for row in rows if matcher(row.text)]
 
 
@@ -140,18 +141,18 @@ def memory_around(*, workspace, request: AroundRequest) -> dict:
     catalog = catalog_for_workspace(workspace)
     prefix = MemoryPath("passages", request.path.collection, request.path.entity)
     scope = passage_scope(workspace_id=workspace.pk, catalog=catalog, path=prefix)
-    anchors = fetch_rows(f"SELECT {COLUMNS} FROM {RECORD} r WHERE {scope.sql} AND r.id = %s",
+    anchors = fetch_rows(f"SELECT {PASSAGE_COLUMNS} FROM {RECORD} r WHERE {scope.sql} AND r.id = %s",
                          [*scope.params, request.path.record_id])
     if not anchors:
         raise ApiError("path_not_found", f"no passage is stored at {request.path.text!r}", "path")
     anchor = anchors[0]
     conversation = scope & Clause("r.key IS NULL") & same_thread(anchor, catalog)
     position = (anchor.occurred_at, anchor.seq)
-    before = fetch_rows(f"SELECT {COLUMNS} FROM {RECORD} r WHERE {conversation.sql} "
+    before = fetch_rows(f"SELECT {PASSAGE_COLUMNS} FROM {RECORD} r WHERE {conversation.sql} "
                         "AND (r.occurred_at, r.workspace_seq) < (%s, %s) "
                         "ORDER BY r.occurred_at DESC, r.seq DESC LIMIT %s",
                         [*conversation.params, *position, request.before])[::-1] if request.before else []
-    after = fetch_rows(f"SELECT {COLUMNS} FROM {RECORD} r WHERE {conversation.sql} "
+    after = fetch_rows(f"SELECT {PASSAGE_COLUMNS} FROM {RECORD} r WHERE {conversation.sql} "
                        "AND (r.occurred_at, r.workspace_seq) > (%s, %s) ORDER BY r.occurred_at, r.seq LIMIT %s",
                        [*conversation.params, *position, request.after]) if request.after else []
 

@@ -18,13 +18,14 @@ from datetime import timezone
 from django.db import connection
 
 from catalog_app.catalog.runtime import catalog_for_workspace
+from catalog_app.record_rows import PASSAGE_COLUMNS, PassageRow, passage_row
 from catalog_app.record_sql import RECORD, Clause, current_in_lane, live
 from memseek_site.errors import ApiError
 
 from .addresses import MemoryPath, fact_path, passage_path
 from .hits import passage_roles
 from .params import PathPage
-from .rows import COLUMNS, PassageRow, cursor_text, passage_row, passage_scope
+from .rows import cursor_text, passage_scope
 
 
 def memory_read(*, workspace, path: MemoryPath) -> dict:
@@ -37,7 +38,7 @@ def memory_read(*, workspace, path: MemoryPath) -> dict:
                        (workspace.pk, path.collection, path.entity, path.record_id))
     current = current_in_lane("r")
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {COLUMNS}, {current.sql} FROM {RECORD} r WHERE {scope.sql}",
+        cursor.execute(f"SELECT {PASSAGE_COLUMNS}, {current.sql} FROM {RECORD} r WHERE {scope.sql}",
                        [*current.params, *scope.params])
         found = cursor.fetchone()
     if found is None:
@@ -65,7 +66,7 @@ def memory_history(*, workspace, request: PathPage) -> dict:
     after_seq = request.page.cursor[1] if request.page.cursor else 0
     current = current_in_lane("r")
     # The successor is the next row of the lane by seq, over the whole lane (not only this page).
-    sql = (f"SELECT * FROM (SELECT {COLUMNS}, r.enriched_at IS NOT NULL, r.tombstone, {current.sql}, "
+    sql = (f"SELECT * FROM (SELECT {PASSAGE_COLUMNS}, r.enriched_at IS NOT NULL, r.tombstone, {current.sql}, "
            f"lead(r.id) OVER (ORDER BY r.seq) FROM {RECORD} r WHERE {lane.sql}) lane "
            "WHERE lane.workspace_seq > %s ORDER BY lane.workspace_seq LIMIT %s")
     with connection.cursor() as cursor:

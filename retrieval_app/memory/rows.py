@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
 from django.db import connection
 
 from catalog_app.catalog.registry import Catalog
+from catalog_app.record_rows import PASSAGE_COLUMNS, PassageRow, passage_row
 from catalog_app.record_sql import FALSE, RECORD, Clause, record_scope
 from memseek_site.errors import ApiError, RequestError
 
@@ -36,37 +35,6 @@ from .hits import collection_of
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 CURSOR = re.compile(r"^(-?\d{1,18})\.(\d{1,19})$")
-COLUMNS = ("r.id, r.workspace_seq, r.collection, r.collection_version, r.entity, r.type, r.key, r.status, r.text, "
-           "r.content, r.annotations, r.derived_from, r.occurred_at, r.created_at")
-
-
-@dataclass(frozen=True, slots=True)
-class PassageRow:
-    id: uuid.UUID
-    seq: int  # the workspace's own ordinal (record_sql: it sorts as the global seq does)
-    collection: str
-    collection_version: int
-    entity: str
-    type: str
-    key: str | None
-    status: str
-    text: str
-    content: dict
-    annotations: dict
-    derived_from: tuple[uuid.UUID, ...]
-    occurred_at: datetime
-    created_at: datetime
-
-
-def passage_row(values: Sequence) -> PassageRow:
-    """A row of ``COLUMNS``, in order."""
-    *head, content, annotations, derived, occurred_at, created_at = values
-    return PassageRow(*head, _json(content), _json(annotations), tuple(derived or ()), occurred_at, created_at)
-
-
-def _json(value):
-    # Django's psycopg adapter hands jsonb to raw cursors as text.
-    return json.loads(value) if isinstance(value, str) else value
 
 
 def fetch_rows(sql: str, params: Sequence) -> list[PassageRow]:
@@ -123,7 +91,7 @@ def newest_page(*, scope: Clause, cursor: tuple[datetime, int] | None, limit: in
     where = scope if extra is None else scope & extra
     if cursor is not None:
         where = where & Clause("(r.occurred_at, r.workspace_seq) < (%s, %s)", cursor)
-    return fetch_rows(f"SELECT {COLUMNS} FROM {RECORD} r WHERE {where.sql} "
+    return fetch_rows(f"SELECT {PASSAGE_COLUMNS} FROM {RECORD} r WHERE {where.sql} "
                       "ORDER BY r.occurred_at DESC, r.seq DESC LIMIT %s", [*where.params, limit + 1])
 
 

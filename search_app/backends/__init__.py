@@ -13,10 +13,11 @@ import uuid
 from collections.abc import Callable, Collection, Mapping
 from typing import Protocol
 
+from catalog_app.record_rows import CanonicalRow
 from catalog_app.record_sql import Clause
 
 from ..engine.bm25 import Bm25Stats
-from ..engine.candidates import CanonicalRow, QueryContext, Reloaded
+from ..engine.candidates import QueryContext, Reloaded
 from ..engine.resolve import ResolvedSource
 from ..engine.trace import NO_TRACE, Trace
 from . import pg

@@ -22,13 +22,14 @@ from django.db import connection
 
 from catalog_app.binary_rows import binary_rows
 from catalog_app.lexical.query import source_totals
+from catalog_app.record_rows import CANONICAL_COLUMNS, CANONICAL_COLUMNS_NO_BODIES, CanonicalRow
 from catalog_app.record_sql import (EMBEDDING, RECORD, Clause, embedding_rows, id_array, nearest_scan, nearest_sql,
                                     vector_distance, vector_literal)
 from memseek_site.conf import memseek_setting
 from memseek_site.parallel import run_all
 
 from ..engine.bm25 import LEXICAL_SIGNALS, Bm25Stats
-from ..engine.candidates import CanonicalRow, QueryContext, Reloaded, interleave
+from ..engine.candidates import QueryContext, Reloaded, interleave
 from ..engine.profiles import BACKEND_CAPABILITIES
 from ..engine.resolve import ResolvedSource
 from ..engine.trace import NO_TRACE, Trace
@@ -248,13 +249,6 @@ def _structured(resolved: ResolvedSource, context: QueryContext, cap: int) -> li
         return [row[0] for row in cursor.fetchall()]
 
 
-# Read in binary (``_client_bound_rows``); jsonb comes as its text, which ``_canonical`` decodes.
-_COLUMNS = ("r.id, r.seq, r.collection, r.collection_version, r.entity, r.type, r.key, r.status, {bodies}, "
-            "r.scores::text, r.annotations::text, r.depth, r.occurred_at, r.created_at, r.last_accessed, r.run_id")
-_BODIES = "r.text, r.content::text"
-_NO_BODIES = "NULL::text, NULL::text"
-
-
 def reload_rows(resolved: ResolvedSource, context: QueryContext, ids: list[uuid.UUID],
                 bm25: Mapping[str, Bm25Stats] | None = None, *, reads: frozenset[str], bodies: bool = True,
                 reloaded: Reloaded | None = None) -> list[CanonicalRow]:
@@ -306,7 +300,8 @@ def reload_by_id(resolved: ResolvedSource, context: QueryContext, ids: list[uuid
         score_sql, score_params = score_expression(stats, f"b{index}")
         scores.append(f"{score_sql} AS {signal}")
         params.extend(score_params)
-    columns = _COLUMNS.format(bodies=_BODIES if bodies else _NO_BODIES)
+    # Read in binary (``_client_bound_rows``); jsonb comes as its text, which ``_canonical`` decodes.
+    columns = CANONICAL_COLUMNS if bodies else CANONICAL_COLUMNS_NO_BODIES
     sql = (f"SELECT {columns}, {similarity} AS similarity, {text_match} AS text_match, {', '.join(scores)} "
            f"FROM {RECORD} r {' '.join(joins)} WHERE r.id = ANY(%s::uuid[]) AND {scope_sql}")
     found = _client_bound_rows(sql, [*params, *join_params, id_array(ids), *scope_params])
@@ -339,7 +334,7 @@ def with_bodies(rows: list[CanonicalRow]) -> list[CanonicalRow]:
 
 
 def _canonical(row) -> CanonicalRow:
-    # jsonb is read as its text (_COLUMNS) and decoded here.
+    # jsonb is read as its text (CANONICAL_COLUMNS) and decoded here.
     content = None if row[9] is None else json.loads(row[9])
     scores, annotations = _object(row[10]), _object(row[11])
     return CanonicalRow(*row[:9], content, scores, annotations, *row[12:17], similarity=_float(row[17]),

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from django.db import connection
 
+from catalog_app.bm25_formula import contribution_sql, idf_sql
 from catalog_app.bm25_terms import bm25_query_terms
 from catalog_app.lexical.analyzers import ENGLISH as ENGLISH_ANALYZER
 from catalog_app.record_sql import RECORD
 
-from ..engine.bm25 import B, K1, Bm25Stats, bm25_stats
+from ..engine.bm25 import Bm25Stats, bm25_stats
 from ..engine.resolve import ResolvedSource
 from .pg_scope import filter_clause, scope_clause
 
@@ -45,10 +46,9 @@ def english_join(terms: tuple[str, ...]) -> tuple[str, list]:
             list(terms))
 
 
-def _term_sql(i: int, idf_sql: str, average_sql: str, alias: str = "b") -> str:
+def _term_sql(i: int, term_idf: str, average_sql: str, alias: str = "b") -> str:
     """Term ``i``'s contribution over the columns of ``terms_join`` (or a relation copying them)."""
-    tf = f"COALESCE({alias}.t{i}, 0)"
-    return f"({idf_sql} * {tf} * {K1 + 1} / ({tf} + {K1} * ({1 - B} + {B} * {alias}.length / {average_sql})))"
+    return contribution_sql(term_idf, f"COALESCE({alias}.t{i}, 0)", f"{alias}.length", average_sql)
 
 
 def score_expression(stats: Bm25Stats, alias: str = "b") -> tuple[str, list]:
@@ -82,7 +82,7 @@ def scan_candidates(resolved: ResolvedSource, workspace_id: int, analyzer: str, 
     tcols = "".join(f", b.t{i}" for i in range(len(terms)))
     dfs = "".join(f", count(d.t{i})::float8 AS df{i}" for i in range(len(terms)))
     # idf computed in float8 exactly as ``idf`` does in Python (the reload scores with those).
-    score = " + ".join(_term_sql(i, f"ln(1 + (s.n - s.df{i} + 0.5) / (s.df{i} + 0.5))", "s.average", "d")
+    score = " + ".join(_term_sql(i, idf_sql("s.n", f"s.df{i}"), "s.average", "d")
                        for i in range(len(terms)))
     shares_a_term = " OR ".join(f"d.t{i} IS NOT NULL" for i in range(len(terms)))
     sql = (f"WITH d AS MATERIALIZED (SELECT r.id, b.length{tcols} FROM {RECORD} r {join} "

@@ -1,11 +1,12 @@
 """What a candidate backend and the search pipeline exchange: the query's context, the
-canonical row a backend reloads, and how channels' proposals are merged. Pure data and
-arithmetic; the backends (``search_app.backends``) hold the SQL."""
+canonical row a backend reloads (its shape is ``catalog_app.record_rows.CanonicalRow``), and how
+channels' proposals are merged. Pure data and arithmetic; the backends (``search_app.backends``) hold the SQL."""
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+
+from catalog_app.record_rows import CanonicalRow
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,31 +16,6 @@ class QueryContext:
     vector: list[float] | None
     space: str
     dimensions: int
-
-
-@dataclass(frozen=True, slots=True)
-class CanonicalRow:
-    id: uuid.UUID
-    seq: int
-    collection: str
-    collection_version: int
-    entity: str
-    type: str
-    key: str | None
-    status: str
-    text: str | None  # None until ``with_bodies`` when reloaded without bodies
-    content: dict | None
-    scores: dict
-    annotations: dict
-    depth: int
-    occurred_at: datetime
-    created_at: datetime
-    last_accessed: datetime
-    run_id: uuid.UUID | None
-    similarity: float | None
-    text_match: float | None
-    bm25: float | None
-    bm25_en: float | None = None
 
 
 # Reloaded rows by id; None for an id reloaded but out of the source's scope.

@@ -8,7 +8,8 @@ from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from .candidates import CanonicalRow
+from catalog_app.record_rows import CanonicalRow
+
 from .fusion import apply_boost, order_fused, rrf_fuse
 from .rank_evaluate import Signals, evaluate_rank
 from .resolve import ResolvedSource

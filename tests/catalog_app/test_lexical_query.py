@@ -4,9 +4,9 @@ import math
 
 import pytest
 
+from catalog_app.bm25_formula import contribution, idf
 from catalog_app.lexical.query import IndexScope, index_top_k, records_with_all_terms, source_totals
 from catalog_app.models import Record
-from search_app.engine.bm25 import bm25_term_score, idf
 from tests.catalog_app.lexical_support import load_lexical_catalog, oracle_top_k, write
 
 
@@ -36,7 +36,7 @@ def test_three_documents_score_as_the_formula_says_by_hand(ws):
     assert [uid for uid, _ in result.hits] == [d2, d3, d1]
     for (_, score), expected in zip(result.hits, (s2, s3, s1)):
         assert score == pytest.approx(expected, rel=1e-12)
-    assert result.hits[0][1] == bm25_term_score(1, 2, 3.0, idf(3, 2)) + bm25_term_score(1, 2, 3.0, idf(3, 2))
+    assert result.hits[0][1] == contribution(idf(3, 2), 1, 2, 3.0) + contribution(idf(3, 2), 1, 2, 3.0)
 
 
 def test_hits_scores_and_statistics_equal_the_full_scan(ws):

@@ -4,9 +4,9 @@ import math
 
 import pytest
 
+from catalog_app.bm25_formula import contribution, idf
 from catalog_app.bm25_terms import bm25_query_terms, bm25_tokens, term_frequencies
 from catalog_app.services.record_ingest import record_ingest_batch
-from search_app.engine.bm25 import bm25_term_score, idf
 
 CORPUS = [
     "ZX17 retry failure in the payment worker",
@@ -38,7 +38,7 @@ def test_formula_matches_the_page():
     # idf(term) = ln(1 + (N - df + 0.5) / (df + 0.5)); k1 = 1.2, b = 0.75
     assert idf(4, 2) == pytest.approx(math.log(1 + 2.5 / 2.5))
     expected = math.log(2) * 2 * 2.2 / (2 + 1.2 * (0.25 + 0.75 * 6 / 5))
-    assert bm25_term_score(2, 6, 5, math.log(2)) == pytest.approx(expected)
+    assert contribution(math.log(2), 2, 6, 5) == pytest.approx(expected)
 
 
 def _expected_scores(query: str, texts: list[str]) -> list[float]:
