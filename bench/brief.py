@@ -4,7 +4,7 @@
     python bench/brief.py [--data FILE] [--size N] [--as-of end|today] [--latency-size N ...]
                           [--vectors model|words]
                           [--skip recall,latency] [--out DIR] ...
-    python manage.py bench brief [same options]
+    python -m bench brief [same options]
 
 1. **Recall** (``bench/locomo.py``'s data, workspace and metric): a fresh workspace with
    ``bench/catalogs/locomo``, every dev conversation's turns written through ``POST /records``

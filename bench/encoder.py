@@ -2,7 +2,7 @@
 """The bundled model's runtimes (``EMBEDDING_RUNTIME``) side by side on the SciFact corpus.
 
     python bench/encoder.py [--data DIR] [--size N] [--queries N] [--threads T] [--out DIR]
-    python manage.py bench encoder [same options]
+    python -m bench encoder [same options]
 
 Each runtime (torch, the baseline; onnx; onnx-int8) runs in a fresh spawned process of its own,
 one after the other, with ``--threads`` intra-op threads (default: ``torch_threads_per_process``

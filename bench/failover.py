@@ -9,7 +9,7 @@ run on the same connections. Latency: one connection, the two settings alternati
 commit. Throughput: ``--threads`` connections committing for ``--seconds``, the two settings in
 alternating blocks. Writes JSON and markdown to ``bench/results/failover.*``.
 
-    python manage.py bench failover [--commits 2000] [--threads 8] [--seconds 10] [--blocks 4]
+    python -m bench failover [--commits 2000] [--threads 8] [--seconds 10] [--blocks 4]
 """
 from __future__ import annotations
 
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         from bench.search_setup import _point_default_at, django_setup, environment
 
         django_setup()
-        # The run's metadata (server version included) from the cluster, under manage.py bench too.
+        # The run's metadata (server version included) from the cluster, under python -m bench too.
         os.environ["DATABASE_URL"] = url
         from django.db import connections
 

@@ -3,7 +3,7 @@
 route's ordinary question, both measured in the same run against gunicorn.
 
     python bench/hostile.py [--ordinary 5] [--texts N] [--out DIR] [--database NAME] [--drop]
-    python manage.py bench hostile [same options]
+    python -m bench hostile [same options]
 
 The database (``--database``, default ``memseek_bench_hostile``) is prepared as ``manage.py
 quickstart --no-serve`` prepares one: the example catalog (with its MCP declaration) and the

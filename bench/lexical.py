@@ -2,7 +2,7 @@
 
 python bench/lexical.py [--size 100000 ...] [--corpus wordlist|zipf ...] [--no-scifact]
     [--million] [--queries 20] [--iterations 3] [--k 10] [--out DIR] [--data DIR] [--rebuild] [--drop]
-python manage.py bench lexical [same options]
+python -m bench lexical [same options]
 
 Corpora: BEIR SciFact (5,183 abstracts, ``--data``, its train queries) and, at each ``--size``
 (default 100,000; ``--million`` adds 1,000,000), the synthetic corpora ``--corpus`` names

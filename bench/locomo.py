@@ -2,7 +2,7 @@
 """Evidence recall on LoCoMo conversations, through the public API, beside DRAGON and baselines.
 
     python bench/locomo.py [--data FILE] [--out DIR] [--size N] [--format said|dated|plain] [--keep]
-    python manage.py bench locomo [same options]
+    python -m bench locomo [same options]
 
 1. A fresh workspace gets ``bench/catalogs/locomo`` (event collection ``turns`` with a required
    MiniLM embedding processor, and the RRF view ``turns_rrf``).

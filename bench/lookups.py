@@ -2,7 +2,7 @@
 """Latency of the ``GET /memory/*`` lookups, each beside the raw SQL it ran, from the same run.
 
     python bench/lookups.py [--size 100000] [--queries 40] [--out DIR] [--drop] ...
-    python manage.py bench lookups [same options]
+    python -m bench lookups [same options]
 
 1. The corpus: ``bench/corpus.py``'s records (events and restated keyed facts about contacts)
    written by ``record_ingest_batch`` into ``bench/catalogs/lookups`` (no processors, so every

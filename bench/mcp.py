@@ -2,7 +2,7 @@
 """MCP tool-call latency beside the same REST call, both measured in the same run.
 
     python bench/mcp.py [--iterations 5] [--out DIR] [--database NAME] [--drop]
-    python manage.py bench mcp [same options]
+    python -m bench mcp [same options]
 
 The database (``--database``, default ``memseek_bench_mcp``) is prepared as ``manage.py
 quickstart --no-serve`` prepares one: the example catalog (with its ``mcp/agent.yaml``) and the

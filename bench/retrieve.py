@@ -2,7 +2,7 @@
 """Context retrieval latency (``POST /retrieve``), beside baselines from the same run.
 
     python bench/retrieve.py [--size 10000] [--size 100000] [--out DIR] ...
-    python manage.py bench retrieve [same options]
+    python -m bench retrieve [same options]
 
 For each corpus size (the corpus of ``bench/search.py``: ``bench/corpus.py`` records in a
 ``main`` collection plus 3,000 ``deps`` links with real MiniLM vectors cached under

@@ -9,12 +9,12 @@ code, content type, headers and body are the documented ones; a valid request is
 with the request that caused it instead of stopping at the first, so one run lists them all.
 
 This is the one home of how Memseek is fuzzed by its own document: the CI test
-(``tests/memseek_site/test_schemathesis.py``), the manual long run (``python manage.py bench
+(``tests/memseek_site/test_schemathesis.py``), the manual long run (``python -m bench
 schema_fuzz``) and the soak run call it.
 
 Run by hand against a running server (quickstart prints the key)::
 
-    python manage.py bench schema_fuzz --url http://127.0.0.1:8000 --key "$KEY" --examples 100
+    python -m bench schema_fuzz --url http://127.0.0.1:8000 --key "$KEY" --examples 100
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 """Retrieval quality on BEIR SciFact, through the public API, beside plain-library baselines.
 
     python bench/scifact.py [--data DIR] [--qrels train] [--out DIR] [--size N] [--queries N] [--keep]
-    python manage.py bench scifact [same options]
+    python -m bench scifact [same options]
 
 1. A fresh workspace gets ``bench/catalogs/scifact`` (event collection ``abstracts`` with a
    required MiniLM embedding processor, and the two-source RRF views).

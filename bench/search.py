@@ -2,7 +2,7 @@
 """Search latency and throughput of Memseek, each figure beside its baseline from the same run.
 
     python bench/search.py [--size 10000] [--size 100000] [--out DIR] [--rebuild] ...
-    python manage.py bench search [same options]
+    python -m bench search [same options]
 
 For each corpus size (``bench/corpus.py`` records in a ``main`` collection plus a
 dependency-like ``deps`` link collection; built once per size into its own database,

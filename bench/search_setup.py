@@ -128,7 +128,7 @@ def use_bench_database(name: str) -> dict:
     """Point Django's ``default`` connection at database ``name`` on the configured server
     (created if missing, then migrated). With ``BENCH_TEMPLATE_DATABASE`` set (the test suite's
     migrated template), a missing database is created as a copy of that one, so ``migrate`` has
-    nothing to do. Works after ``django.setup()`` (for example under ``manage.py bench``) because
+    nothing to do. Works after ``django.setup()`` (for example under ``python -m bench``) because
     no query has to have run on the old database. Returns the new settings dict."""
     import psycopg
     from django.core.management import call_command

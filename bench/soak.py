@@ -3,7 +3,7 @@
 loopback only, bounded in time.
 
     python bench/soak.py [--quick] [--bodies N] [--load-seconds S] [--out DIR]
-    python manage.py bench soak [same options]
+    python -m bench soak [same options]
 
 It starts its own PostgreSQL (embedded, a temporary data directory and socket), its own
 ``redis-server`` on a free 127.0.0.1 port, gunicorn (2 sync workers) and one Celery worker on

@@ -1,13 +1,13 @@
 """Smoke test of ``bench brief`` (``bench/brief.py``, ``bench/brief_latency.py``): end to end
-through ``manage.py bench`` on the tiny LoCoMo file of ``fixtures/bench/`` and a 100-record
+through ``python -m bench`` on the tiny LoCoMo file of ``fixtures/bench/`` and a 100-record
 latency corpus with the fewest queries and passes. It checks what the run writes and that it
 leaves nothing behind, never the figures."""
 import json
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
 
+from bench.runner import run as run_bench
 from catalog_app.models import Workspace
 from tests.bench.test_bench_smoke import _one_torch_thread, assert_environment, assert_latency, database_prefix, \
     positive, vector_cache  # noqa: F401 (fixtures)
@@ -17,8 +17,8 @@ TINY = Path(__file__).resolve().parents[2] / "fixtures" / "bench" / "locomo_tiny
 
 
 def test_brief_bench_on_tiny_data(tmp_path, vector_cache, database_prefix):  # noqa: F811
-    call_command("bench", "brief", "--data", TINY, "--latency-size", 100, "--queries", 5, "--iterations", 1,
-                 "--database-prefix", database_prefix, "--cache", vector_cache, "--drop", "--out", tmp_path)
+    run_bench("brief", "--data", TINY, "--latency-size", 100, "--queries", 5, "--iterations", 1,
+              "--database-prefix", database_prefix, "--cache", vector_cache, "--drop", "--out", tmp_path)
 
     result = json.loads((tmp_path / "brief.json").read_text())
     assert_environment(result)
@@ -44,9 +44,9 @@ def test_brief_bench_on_tiny_data(tmp_path, vector_cache, database_prefix):  # n
 
 
 def test_brief_latency_over_word_mean_vectors(tmp_path, vector_cache, database_prefix):  # noqa: F811
-    call_command("bench", "brief", "--skip", "recall", "--latency-size", 100, "--vectors", "words", "--queries", 5,
-                 "--iterations", 1, "--database-prefix", database_prefix, "--cache", vector_cache, "--drop",
-                 "--out", tmp_path)
+    run_bench("brief", "--skip", "recall", "--latency-size", 100, "--vectors", "words", "--queries", 5,
+              "--iterations", 1, "--database-prefix", database_prefix, "--cache", vector_cache, "--drop",
+              "--out", tmp_path)
 
     latency = json.loads((tmp_path / "brief.json").read_text())["latency"]["100"]
     assert latency["vectors"] == "words" and latency["build"]["vectors"] == "words"

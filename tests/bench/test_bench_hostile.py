@@ -1,4 +1,4 @@
-"""Smoke test of ``bench/hostile.py`` through ``manage.py bench hostile``: two hostile texts and
+"""Smoke test of ``bench/hostile.py`` through ``python -m bench hostile``: two hostile texts and
 one ordinary call per route in a throwaway database; checks what the run writes (each route's
 figures beside its ordinary baseline as a finite positive ratio, the rule's verdict), never the
 figures themselves."""
@@ -7,9 +7,10 @@ import math
 import uuid
 
 import pytest
-from django.core.management import call_command
 
 from bench.hostile_texts import MCP_TOOLS, ROUTES
+
+from bench.runner import run as run_bench
 
 pytestmark = [pytest.mark.model, pytest.mark.django_db(transaction=True)]
 
@@ -21,8 +22,8 @@ def positive(value) -> bool:
 def test_bench_hostile_writes_each_route_beside_its_ordinary_question(tmp_path, monkeypatch):
     monkeypatch.setenv("BENCH_PROGRESS", "0")
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    call_command("bench", "hostile", "--ordinary", "1", "--texts", "2", "--out", str(tmp_path),
-                 "--database", f"memseek_smoke_hostile_{uuid.uuid4().hex[:10]}", "--drop")
+    run_bench("hostile", "--ordinary", "1", "--texts", "2", "--out", str(tmp_path),
+              "--database", f"memseek_smoke_hostile_{uuid.uuid4().hex[:10]}", "--drop")
     results = json.loads((tmp_path / "hostile.json").read_text())
     assert set(results["routes"]) == set(ROUTES) | {f"mcp:{tool}" for tool in MCP_TOOLS}
     for route in results["routes"].values():

@@ -1,4 +1,4 @@
-"""Smoke test of ``bench/lexical.py`` through ``manage.py bench``: both tiny synthetic corpora
+"""Smoke test of ``bench/lexical.py`` through ``python -m bench``: both tiny synthetic corpora
 (word list and Zipf), two passes; it checks what the run writes (each measure beside its full
 scan and tantivy, agreement, overlap, both builds), never the figures themselves, and that the
 bench database, its build info and tantivy's indexes are gone after."""
@@ -7,10 +7,11 @@ import math
 import uuid
 
 import pytest
-from django.core.management import call_command
 from django.db import connection
 
 from bench.search_setup import CACHE
+
+from bench.runner import run as run_bench
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -23,8 +24,8 @@ def test_lexical_bench_on_a_tiny_corpus(tmp_path, monkeypatch):
     monkeypatch.setenv("BENCH_PROGRESS", "0")
     database = f"memseek_smoke_lexical_{uuid.uuid4().hex[:10]}"
     test_database = connection.settings_dict["NAME"]
-    call_command("bench", "lexical", "--size", 300, "--corpus", "wordlist", "--corpus", "zipf", "--no-scifact",
-                 "--queries", 4, "--iterations", 2, "--database", database, "--drop", "--out", tmp_path)
+    run_bench("lexical", "--size", 300, "--corpus", "wordlist", "--corpus", "zipf", "--no-scifact",
+              "--queries", 4, "--iterations", 2, "--database", database, "--drop", "--out", tmp_path)
 
     result = json.loads((tmp_path / "lexical.json").read_text())
     assert result["environment"]["git"]["commit"]

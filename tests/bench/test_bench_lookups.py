@@ -1,4 +1,4 @@
-"""Smoke test of ``bench/lookups.py``: it runs end to end through ``manage.py bench`` on a tiny
+"""Smoke test of ``bench/lookups.py``: it runs end to end through ``python -m bench`` on a tiny
 corpus and leaves no database behind. It checks what a run writes (every lookup beside its raw
 SQL replay as finite positive figures), never the figures themselves."""
 import json
@@ -6,8 +6,9 @@ import math
 import uuid
 
 import pytest
-from django.core.management import call_command
 from django.db import connection
+
+from bench.runner import run as run_bench
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -24,8 +25,8 @@ def test_lookups_bench_on_a_tiny_corpus(tmp_path, monkeypatch):
     monkeypatch.setenv("BENCH_PROGRESS", "0")
     prefix = f"memseek_smoke_{uuid.uuid4().hex[:10]}"
     test_database = connection.settings_dict["NAME"]
-    call_command("bench", "lookups", "--size", 300, "--queries", 3, "--database-prefix", prefix, "--drop",
-                 "--out", tmp_path)
+    run_bench("lookups", "--size", 300, "--queries", 3, "--database-prefix", prefix, "--drop",
+              "--out", tmp_path)
     assert connection.settings_dict["NAME"] == test_database
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM pg_database WHERE datname LIKE %s", [prefix + "%"])

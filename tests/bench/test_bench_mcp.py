@@ -1,4 +1,4 @@
-"""Smoke test of ``bench/mcp.py`` through ``manage.py bench mcp``: one pass over two queries in
+"""Smoke test of ``bench/mcp.py`` through ``python -m bench mcp``: one pass over two queries in
 a throwaway database; checks what the run writes (each kind's latency beside the REST baseline
 as a finite positive ratio, the target, the environment), never the figures."""
 import json
@@ -6,8 +6,9 @@ import math
 import uuid
 
 import pytest
-from django.core.management import call_command
 from django.db import connection
+
+from bench.runner import run as run_bench
 
 pytestmark = [pytest.mark.model, pytest.mark.django_db(transaction=True)]
 
@@ -25,8 +26,8 @@ def test_bench_mcp_writes_each_call_beside_the_rest_call(tmp_path, monkeypatch):
         monkeypatch.setenv(deadline, "120000")
     database = f"memseek_smoke_mcp_{uuid.uuid4().hex[:10]}"
     test_database = connection.settings_dict["NAME"]
-    call_command("bench", "mcp", "--iterations", "1", "--queries", "2", "--starts", "1", "--out", str(tmp_path),
-                 "--database", database, "--drop")
+    run_bench("mcp", "--iterations", "1", "--queries", "2", "--starts", "1", "--out", str(tmp_path),
+              "--database", database, "--drop")
     assert connection.settings_dict["NAME"] == test_database
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", [database])

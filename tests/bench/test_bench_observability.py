@@ -1,4 +1,4 @@
-"""Smoke test of ``bench/observability.py``: it runs end to end through ``manage.py bench`` on a
+"""Smoke test of ``bench/observability.py``: it runs end to end through ``python -m bench`` on a
 tiny corpus and leaves no database behind. It checks what a run writes (each configuration
 beside the baseline as finite positive figures), never the figures themselves."""
 import json
@@ -6,10 +6,11 @@ import math
 import uuid
 
 import pytest
-from django.core.management import call_command
 from django.db import connection
 
 from memseek_site.tracing import active_tracer
+
+from bench.runner import run as run_bench
 
 pytestmark = [pytest.mark.metrics, pytest.mark.model, pytest.mark.django_db(transaction=True)]
 
@@ -22,8 +23,8 @@ def test_observability_bench_on_a_tiny_corpus(tmp_path, monkeypatch):
     monkeypatch.setenv("BENCH_PROGRESS", "0")
     prefix = f"memseek_smoke_{uuid.uuid4().hex[:10]}"
     test_database = connection.settings_dict["NAME"]
-    call_command("bench", "observability", "--size", 40, "--queries", 3, "--rounds", 2, "--database-prefix", prefix,
-                 "--drop", "--out", tmp_path)
+    run_bench("observability", "--size", 40, "--queries", 3, "--rounds", 2, "--database-prefix", prefix,
+              "--drop", "--out", tmp_path)
     assert connection.settings_dict["NAME"] == test_database
     assert active_tracer() is None  # tracing is off again after the run
     with connection.cursor() as cursor:

@@ -1,4 +1,4 @@
-"""Smoke test of ``bench/replicas.py``: it runs end to end through ``manage.py bench`` on a tiny
+"""Smoke test of ``bench/replicas.py``: it runs end to end through ``python -m bench`` on a tiny
 corpus (a real streaming replica, three gunicorn servers) and leaves no database behind. It checks
 what a run writes (every figure finite and positive, routed reads served by the replica), never
 the figures themselves."""
@@ -7,8 +7,9 @@ import math
 import uuid
 
 import pytest
-from django.core.management import call_command
 from django.db import connection
+
+from bench.runner import run as run_bench
 
 pytestmark = [pytest.mark.replica, pytest.mark.django_db(transaction=True)]
 
@@ -21,8 +22,8 @@ def test_replicas_bench_on_a_tiny_corpus(tmp_path, monkeypatch):
     monkeypatch.setenv("BENCH_PROGRESS", "0")
     prefix = f"memseek_smoke_{uuid.uuid4().hex[:10]}"
     test_database = connection.settings_dict["NAME"]
-    call_command("bench", "replicas", "--size", 200, "--queries", 4, "--ingest-batches", 2, "--readers", 2,
-                 "--database-prefix", prefix, "--drop", "--out", tmp_path)
+    run_bench("replicas", "--size", 200, "--queries", 4, "--ingest-batches", 2, "--readers", 2,
+              "--database-prefix", prefix, "--drop", "--out", tmp_path)
     assert connection.settings_dict["NAME"] == test_database
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM pg_database WHERE datname LIKE %s", [prefix + "%"])

@@ -1,5 +1,5 @@
 """Smoke tests of the performance benchmarks (``bench/ingest.py``, ``bench/search.py``,
-``bench/retrieve.py``): each runs end to end through ``manage.py bench`` on a tiny corpus with the
+``bench/retrieve.py``): each runs end to end through ``python -m bench`` on a tiny corpus with the
 fewest iterations, queries, clients and seconds it takes, and leaves nothing behind. They check
 what a run writes (every measure beside its baseline as a finite positive ratio, the targets, the
 environment), never the figures themselves."""
@@ -8,10 +8,10 @@ import math
 import uuid
 
 import pytest
-from django.core.management import call_command
 from django.db import connection
 
 from catalog_app.models import Workspace
+from bench.runner import run as run_bench
 
 pytestmark = [pytest.mark.model, pytest.mark.django_db(transaction=True)]
 
@@ -72,8 +72,8 @@ def assert_environment(result: dict) -> None:
 def test_ingest_bench_on_a_tiny_corpus(tmp_path):
     # ready_worker is left out: starting a Celery worker that loads the model would add about as
     # much again as the rest of the run.
-    call_command("bench", "ingest", "--records", 100, "--ready-records", 20, "--warm-records", 5,
-                 "--measures", "api,ready", "--out", tmp_path)
+    run_bench("ingest", "--records", 100, "--ready-records", 20, "--warm-records", 5,
+              "--measures", "api,ready", "--out", tmp_path)
 
     result = json.loads((tmp_path / "ingest.json").read_text())
     assert_environment(result)
@@ -99,8 +99,8 @@ def test_ingest_bench_on_a_tiny_corpus(tmp_path):
 def test_ingest_bench_measures_the_api_beside_a_celery_worker(tmp_path):
     # The deployment's form: the server has a broker, so the lexical compaction a write enqueues
     # goes to the worker instead of running inside the request.
-    call_command("bench", "ingest", "--records", 100, "--warm-records", 5, "--measures", "api_worker",
-                 "--worker-concurrency", 1, "--out", tmp_path)
+    run_bench("ingest", "--records", 100, "--warm-records", 5, "--measures", "api_worker",
+              "--worker-concurrency", 1, "--out", tmp_path)
 
     result = json.loads((tmp_path / "ingest.json").read_text())
     assert "worker_skipped" not in result, result.get("worker_skipped")  # CI runs Redis
@@ -114,9 +114,9 @@ def test_ingest_bench_measures_the_api_beside_a_celery_worker(tmp_path):
 
 
 def test_search_bench_on_a_tiny_corpus(tmp_path, vector_cache, database_prefix):
-    call_command("bench", "search", "--size", 100, "--queries", 5, "--iterations", 1, "--clients", 1,
-                 "--throughput-seconds", 0.5, "--warmup-seconds", 1, "--workers", 1, "--skip", "one-thread",
-                 "--database-prefix", database_prefix, "--cache", vector_cache, "--drop", "--out", tmp_path)
+    run_bench("search", "--size", 100, "--queries", 5, "--iterations", 1, "--clients", 1,
+              "--throughput-seconds", 0.5, "--warmup-seconds", 1, "--workers", 1, "--skip", "one-thread",
+              "--database-prefix", database_prefix, "--cache", vector_cache, "--drop", "--out", tmp_path)
 
     result = json.loads((tmp_path / "search.json").read_text())
     assert_environment(result)
@@ -154,8 +154,8 @@ def test_search_bench_on_a_tiny_corpus(tmp_path, vector_cache, database_prefix):
 
 
 def test_retrieve_bench_on_a_tiny_corpus(tmp_path, vector_cache, database_prefix):
-    call_command("bench", "retrieve", "--size", 100, "--queries", 5, "--iterations", 1,
-                 "--database-prefix", database_prefix, "--cache", vector_cache, "--drop", "--out", tmp_path)
+    run_bench("retrieve", "--size", 100, "--queries", 5, "--iterations", 1,
+              "--database-prefix", database_prefix, "--cache", vector_cache, "--drop", "--out", tmp_path)
 
     result = json.loads((tmp_path / "retrieve.json").read_text())
     assert_environment(result)

@@ -6,10 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from django.core.management import call_command
-from django.core.management.base import CommandError
 
 from catalog_app.models import Workspace
+from bench.runner import BenchError, run as run_bench
 
 FIXTURES = Path(__file__).resolve().parent.parent.parent / "fixtures" / "bench"
 
@@ -26,7 +25,7 @@ def _in_unit_interval(value) -> bool:
 
 
 def test_scifact_harness_end_to_end(tmp_path, capsys):
-    call_command("bench", "scifact", "--data", FIXTURES / "scifact_tiny", "--out", tmp_path, "--sweep")
+    run_bench("scifact", "--data", FIXTURES / "scifact_tiny", "--out", tmp_path, "--sweep")
 
     result = json.loads((tmp_path / "scifact.json").read_text())
     assert result["data"]["documents"] == 20 and result["data"]["queries"] == 5
@@ -80,8 +79,8 @@ def _swept_example(path: Path) -> float:
 
 
 def test_locomo_harness_end_to_end(tmp_path):
-    call_command("bench", "locomo", "--data", FIXTURES / "locomo_tiny.json", "--out", tmp_path, "--configs", "all",
-                 "--sweep")
+    run_bench("locomo", "--data", FIXTURES / "locomo_tiny.json", "--out", tmp_path, "--configs", "all",
+              "--sweep")
 
     result = json.loads((tmp_path / "locomo.json").read_text())
     assert result["data"]["turns"] == 12 and result["data"]["questions"] == 5
@@ -110,6 +109,7 @@ def test_locomo_harness_end_to_end(tmp_path):
 
 
 def test_unknown_benchmark_lists_the_available_ones():
-    with pytest.raises(CommandError) as raised:
-        call_command("bench", "nope")
+    with pytest.raises(BenchError) as raised:
+        run_bench("nope")
+    assert raised.value.status == 2
     assert "scifact" in str(raised.value) and "locomo" in str(raised.value)

@@ -3,7 +3,7 @@ loopback with a real key (``bench/schema_fuzz.py``): no 5xx; every response is a
 status with the documented body; a request valid by the document is not refused as malformed
 (only 404, 409 or a catalog- or data-dependent code, see ``bench.schema_fuzz.DATA_CODES``); a request
 invalid by it is refused with a 4xx. A few hundred cases in all; the long run is
-``python manage.py bench schema_fuzz`` (docs/testing.md)."""
+``python -m bench schema_fuzz`` (docs/testing.md)."""
 from __future__ import annotations
 
 import re
