@@ -44,9 +44,10 @@ def jsonb_value(value):
 
 
 @dataclass(frozen=True, slots=True)
-class CanonicalRow:
-    """A search candidate reloaded from the record table, with the signals the rank reads
-    recomputed from canonical data (None where the mode or the rank has none)."""
+class RecordHead:
+    """The leading fields of every shape that shows a record with its address: a subclass's own
+    fields follow them. ``seq`` is the global one in the search reload, the workspace's own
+    ordinal in every row a response shows."""
 
     id: uuid.UUID
     seq: int
@@ -55,6 +56,13 @@ class CanonicalRow:
     entity: str
     type: str
     key: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CanonicalRow(RecordHead):
+    """A search candidate reloaded from the record table, with the signals the rank reads
+    recomputed from canonical data (None where the mode or the rank has none)."""
+
     status: str
     text: str | None  # None until ``with_bodies`` when reloaded without bodies
     content: dict | None
@@ -80,16 +88,9 @@ CANONICAL_COLUMNS_NO_BODIES = select_list(CanonicalRow, until="run_id",
 
 
 @dataclass(frozen=True, slots=True)
-class RetrievalRow:
+class RetrievalRow(RecordHead):
     """A record as ``/retrieve`` shows it, with its lane successors on the request's axes."""
 
-    id: uuid.UUID
-    seq: int
-    collection: str
-    collection_version: int
-    entity: str
-    type: str
-    key: str | None
     text: str
     content: dict
     scores: dict
@@ -113,16 +114,9 @@ RETRIEVAL_COLUMNS = select_list(RetrievalRow, until="ready",
 
 
 @dataclass(frozen=True, slots=True)
-class PassageRow:
+class PassageRow(RecordHead):
     """A passage (or fact) as the memory lookups show it."""
 
-    id: uuid.UUID
-    seq: int  # the workspace's own ordinal (record_sql: it sorts as the global seq does)
-    collection: str
-    collection_version: int
-    entity: str
-    type: str
-    key: str | None
     status: str
     text: str
     content: dict

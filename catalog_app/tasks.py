@@ -20,7 +20,6 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from functools import partial
 
-from celery import Task, shared_task
 from django.db import DEFAULT_DB_ALIAS, IntegrityError, InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
@@ -28,61 +27,20 @@ from memseek_site.conf import memseek_setting
 from memseek_site.replicas import serving
 
 from .embedding import EmbeddingUnavailable
-from .lexical.compaction import lexical_compact
+from .lexical import compaction_task  # noqa: F401 (its task is registered with the others)
 from .services.enrichment import EnrichmentDeferred, records_enrich, records_recover_pending
 from .models import EmbeddingSwitch, Workspace
 from .services.record_touch import records_touch
 from .services.reembed import reembed_switch
+from .task_base import memseek_task
 
 logger = logging.getLogger(__name__)
 
 _TRANSIENT = (EnrichmentDeferred, OperationalError, InterfaceError)
 
 
-class DeadLetteringTask(Task):
-    """The base of every Memseek task: when a try fails for good (its retries are spent, the
-    error is not one it retries, or it ran past its hard time limit) the task is recorded as a
-    ``DeadLetter`` with its error and number of tries. Celery then acknowledges the message as
-    failed (acks_late acknowledges failures and time-outs too), so the next message of the queue
-    runs. A dead letter that cannot be written (the database is away) is logged instead."""
-
-    def on_failure(self, exc, task_id, args, kwargs, einfo):
-        letter = {"task_name": self.name, "task_id": task_id or "", "args": list(args or ()),
-                  "kwargs": dict(kwargs or {}), "error": f"{type(exc).__name__}: {exc}"[:4000]}
-        try:
-            if self.request.id is None:
-                # Not inside the task: the worker's main process, after killing the pool process
-                # that ran past its hard time limit. It must not open database connections (its
-                # next pool processes would inherit them), so a maintenance task writes the
-                # letter; the main process does not know the retries, so ``tries`` stays unknown.
-                record_dead_letter.delay(letter)
-                return
-            delivery = self.request.delivery_info or {}
-            _write_dead_letter({**letter, "queue": delivery.get("routing_key") or "",
-                                "tries": self.request.retries + 1})
-        except Exception:  # the failure is already being reported; never mask it
-            logger.exception("could not record the dead letter of %s[%s]", self.name, task_id)
-
-
-def _write_dead_letter(letter: dict) -> None:
-    from .models import DeadLetter
-
-    DeadLetter.objects.create(**letter)
-
-
-_task = partial(shared_task, base=DeadLetteringTask)
-
-
-@shared_task(name="catalog_app.tasks.record_dead_letter", ignore_result=True,
-             autoretry_for=(OperationalError, InterfaceError), max_retries=5, retry_backoff=5)
-def record_dead_letter(letter: dict) -> None:
-    """Write ``letter`` (the ``DeadLetter`` fields) for a worker's main process. Its own base is
-    Celery's: a dead letter that cannot be written is logged, never dead-lettered again."""
-    _write_dead_letter(letter)
-
-
-@_task(bind=True, name="catalog_app.tasks.enrich_records", acks_late=True, reject_on_worker_lost=True,
-             autoretry_for=_TRANSIENT, max_retries=5, retry_backoff=5, retry_backoff_max=300, retry_jitter=True)
+@memseek_task(bind=True, name="catalog_app.tasks.enrich_records", acks_late=True, reject_on_worker_lost=True,
+                    autoretry_for=_TRANSIENT, max_retries=5, retry_backoff=5, retry_backoff_max=300, retry_jitter=True)
 def enrich_records(self, record_ids: list[str]) -> dict:
     """Enrich the records ``record_ids`` (``records_enrich``). On the last allowed attempt
     transient provider failures write defaults instead of retrying, so no record stays unready.
@@ -95,8 +53,8 @@ def enrich_records(self, record_ids: list[str]) -> dict:
     return outcome.summary()
 
 
-@_task(name="catalog_app.tasks.recover_pending_records", acks_late=True,
-       autoretry_for=(OperationalError, InterfaceError), max_retries=3, retry_backoff=5)
+@memseek_task(name="catalog_app.tasks.recover_pending_records", acks_late=True,
+              autoretry_for=(OperationalError, InterfaceError), max_retries=3, retry_backoff=5)
 def recover_pending_records(created_after: str | None = None, created_until: str | None = None) -> int:
     """Re-enqueue every record still unready that was inserted at or before ``created_until``
     (ISO 8601; default ``PENDING_RECOVERY_AGE_S`` ago) and, given ``created_after``, after it.
@@ -126,9 +84,9 @@ def enqueue_enrichment(record_ids: Iterable) -> None:
         transaction.on_commit(partial(enrich_records.delay, ids[start:start + size]), robust=True)
 
 
-@_task(name="catalog_app.tasks.reembed_workspace", acks_late=True, reject_on_worker_lost=True,
-       autoretry_for=(*_TRANSIENT, EmbeddingUnavailable), max_retries=5, retry_backoff=5,
-       retry_backoff_max=300)
+@memseek_task(name="catalog_app.tasks.reembed_workspace", acks_late=True, reject_on_worker_lost=True,
+              autoretry_for=(*_TRANSIENT, EmbeddingUnavailable), max_retries=5, retry_backoff=5,
+              retry_backoff_max=300)
 def reembed_workspace(workspace_id: int, runtime: str, batch: int = 256) -> int:
     """Switch the workspace's vectors to ``runtime`` (``reembed_switch``); returns how many
     vectors this run wrote. Each batch commits, so a run killed with its worker is redelivered
@@ -146,23 +104,7 @@ def reembed_workspace(workspace_id: int, runtime: str, batch: int = 256) -> int:
     return outcome.written
 
 
-@_task(name="catalog_app.tasks.compact_lexical_index", ignore_result=True,
-       autoretry_for=(OperationalError, InterfaceError), max_retries=3, retry_backoff=5)
-def compact_lexical_index(workspace_id: int) -> bool:
-    """Fold the workspace's logged posting changes into its blocks (``lexical_compact``); False
-    when another compaction of it was running."""
-    return lexical_compact(workspace_id=workspace_id) is not None
-
-
-def enqueue_lexical_compaction(workspace_ids: Iterable[int]) -> None:
-    """Enqueue a compaction of each of ``workspace_ids`` once the current transaction commits.
-    A broker failure is logged, not raised: queries stay exact without it (they read the
-    logged changes from the pending rows), only slower, and the next write asks again."""
-    for workspace_id in workspace_ids:
-        transaction.on_commit(partial(compact_lexical_index.delay, workspace_id), robust=True)
-
-
-@_task(bind=True, name="catalog_app.tasks.touch_records", ignore_result=True)
+@memseek_task(bind=True, name="catalog_app.tasks.touch_records", ignore_result=True)
 def touch_records(self, record_ids: list[str], read_at: str | None = None) -> int:
     """Touch the records ``record_ids`` as read at ``read_at`` (ISO 8601; default now) with
     ``records_touch``, once per task id: the touch and the task's ``TaskReceipt`` commit

@@ -74,14 +74,21 @@ class RetrieveRequest:
             "asOfAxis": self.as_of_axis, "explain": self.explain})
 
 
+def parse_question(value, path: str = "query") -> str:
+    """The question of a retrieval (``/retrieve``, ``/memory/search``): a string of at most
+    ``MAX_QUERY_CHARS`` characters (else ``422 query_too_long``) and ``MAX_QUERY_TERMS`` terms."""
+    query = parse_string(value, path)
+    limit = memseek_setting("MAX_QUERY_CHARS")
+    if len(query) > limit:
+        raise ApiError("query_too_long", f"query has {len(query)} characters; at most {limit}", path=path)
+    query_terms_check(query, path)
+    return query
+
+
 def parse_retrieve_request(raw) -> RetrieveRequest:
     """Parse a ``POST /retrieve`` body; raises ``ApiError``."""
     doc = parse_object(raw, "", allowed=_KEYS, required=("query",))
-    query = parse_string(doc["query"], "query")
-    limit = memseek_setting("MAX_QUERY_CHARS")
-    if len(query) > limit:
-        raise ApiError("query_too_long", f"query has {len(query)} characters; at most {limit}", path="query")
-    query_terms_check(query, "query")
+    query = parse_question(doc["query"])
     if "entity" in doc and "entities" in doc:
         raise fail("entity", "send entity or entities, not both")
     entities = None

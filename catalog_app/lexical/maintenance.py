@@ -30,6 +30,7 @@ from ..record_sql import RECORD, current_in_lane, live, same_lane, source_bytes
 from ..write_locks import entity_locks, workspace_lock_shared
 from .analyzers import Analyzer, maintained_analyzers, stored_columns
 from .compaction import lexical_compaction_due
+from .compaction_task import enqueue_lexical_compaction
 from .blocks import packed_rows
 from .tables import CHANGE, DOCUMENT, GROUP, GROUP_COLUMNS, GROUP_STATS, PENDING, SOURCE_TOTALS, group_of, group_values
 
@@ -67,8 +68,6 @@ def lexical_records_changed(*, record_ids: Sequence, inserted: bool) -> None:
                 "ON CONFLICT (workspace_id, collection) DO UPDATE "
                 "SET rows = s.rows + excluded.rows, bytes = s.bytes + excluded.bytes", [ids])
     if due:
-        from ..tasks import enqueue_lexical_compaction
-
         enqueue_lexical_compaction(due)
 
 

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from catalog_app.bm25_terms import query_terms_check
 from catalog_app.record_limits import ENTITY_CHARS
-from memseek_site.conf import memseek_setting
 from memseek_site.errors import ApiError
 from memseek_site.parsing import fail, parse_object, parse_string
 
+from ..request import parse_question
 from .addresses import MemoryPath, parse_path
 from .dates import DateWindow, parse_window
 
@@ -34,11 +33,7 @@ class MemorySearchRequest:
 def parse_memory_search(raw) -> MemorySearchRequest:
     """Parse a ``POST /memory/search`` body; raises ``ApiError``."""
     doc = parse_object(raw, "", allowed=_KEYS, required=("query",))
-    query = parse_string(doc["query"], "query")
-    limit = memseek_setting("MAX_QUERY_CHARS")
-    if len(query) > limit:
-        raise ApiError("query_too_long", f"query has {len(query)} characters; at most {limit}", path="query")
-    query_terms_check(query, "query")
+    query = parse_question(doc["query"])
     entity = parse_string(doc["entity"], "entity", max_length=ENTITY_CHARS) if "entity" in doc else None
     scope = None
     if "scope" in doc:

@@ -2,6 +2,8 @@
 and embedded in the SearchSpec schema. Limits and signal modes come from ``rank_expression``."""
 from __future__ import annotations
 
+from catalog_app.bm25_formula import B, K1
+
 from .rank_expression import AGE_FIELDS, MAX_DEPTH, MAX_NODES, OPERATORS, QUERY_SIGNAL_MODES, SHAPE_OPTIONS
 
 def _array(op: str, description: str, *arguments: dict, **extra) -> dict:
@@ -36,10 +38,10 @@ RANK_GRAMMAR: dict = {
                              **{"x-modes": ["vector", "hybrid"]}),
         "text_match": _array("text_match", "PostgreSQL ts_rank_cd over English full-text search; text and hybrid only.",
                              **{"x-modes": ["text", "hybrid"]}),
-        "bm25": _array("bm25", "Exact BM25 (bm25_v1, k1 1.2, b 0.75) of the query against the record; "
+        "bm25": _array("bm25", f"Exact BM25 (bm25_v1, k1 {K1}, b {B}) of the query against the record; "
                                "text and hybrid only.", **{"x-modes": ["text", "hybrid"]}),
         "bm25_en": _array("bm25_en", "Exact BM25 over stemmed English terms (en_v1: bm25s's English analysis, "
-                                     "k1 1.2, b 0.75) of the query against the record; text and hybrid only.",
+                                     f"k1 {K1}, b {B}) of the query against the record; text and hybrid only.",
                           **{"x-modes": ["text", "hybrid"]}),
         "score": _array("score", "The stored scores[name]; the name must be a declared score.",
                         {"type": "string", "minLength": 1}),

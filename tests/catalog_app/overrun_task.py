@@ -12,7 +12,7 @@ import time
 from billiard.exceptions import SoftTimeLimitExceeded
 from celery import shared_task
 
-from catalog_app.tasks import DeadLetteringTask
+from catalog_app.task_base import DeadLetteringTask
 
 NAME = "tests.catalog_app.overrun_task.sleep_past_the_soft_limit"
 
