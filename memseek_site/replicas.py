@@ -46,8 +46,10 @@ _local = threading.local()  # .stack: aliases served by this thread, innermost l
 _down_until: dict[str, float] = {}
 _rotation = itertools.count()
 # Per process: each replica's replay position as last heard while it was healthy, with when it
-# was asked (the time before the question, so the position was reached no later than that).
-_heard: dict[str, tuple[float, int, int]] = {}  # alias -> (asked at, replay position, wal_block_size)
+# was asked (the time before the question, so the position was reached no later than that) and
+# which server session answered: (host, port, backend pid). A multi-host URL may reconnect to
+# another node, whose position the hearing says nothing about.
+_heard: dict[str, tuple[float, int, int, tuple]] = {}  # alias -> (asked at, replay, wal_block_size, session)
 _clock = time.monotonic  # the TTL's clock (a test may put a fake one here)
 
 # One query on the replica says everything the choice needs, so a healthy replica costs one round trip.
@@ -243,10 +245,26 @@ def heard_covers(alias: str, position: int | None) -> bool:
     heard = _heard.get(alias)
     if heard is None:
         return False
-    asked_at, replay_lsn, wal_block_size = heard
+    asked_at, replay_lsn, wal_block_size, session = heard
     if _clock() - asked_at >= memseek_setting("REPLICA_STATE_TTL_MS") / 1000:
         return False
-    return position is None or replay_reaches(replay_lsn, position, wal_block_size)
+    if not (position is None or replay_reaches(replay_lsn, position, wal_block_size)):
+        return False
+    # Only the session that answered: the connection's health check (run once a request anyway)
+    # comes first, so a reconnection, perhaps to another node, shows as another session.
+    try:
+        connection = connections[alias]
+        connection.close_if_health_check_failed()
+        connection.ensure_connection()
+        return _session(connection) == session
+    except DatabaseError:
+        return False
+
+
+def _session(connection) -> tuple:
+    """The server session behind a Django connection: (host, port, backend pid), no round trip."""
+    info = connection.connection.info
+    return info.host, info.port, info.backend_pid
 
 
 def forget_heard(alias: str | None = None) -> None:
@@ -283,7 +301,7 @@ def replica_state(alias: str) -> ReplicaState:
     state = ReplicaState(alias, True, bool(in_recovery), bool(streaming), replay_lsn,
                          float(since_replay_s) if behind else 0.0, block)
     if state.healthy and replay_lsn is not None:
-        _heard[alias] = (asked_at, replay_lsn, block)
+        _heard[alias] = (asked_at, replay_lsn, block, _session(connection))
     else:
         forget_heard(alias)
     return state

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 from contextlib import contextmanager
+from types import SimpleNamespace
 from unittest import mock
 
 import pytest
@@ -29,12 +30,27 @@ class FakeReplica:
     def __init__(self, replay: int = START):
         self.replay, self.queries = replay, 0
         self.up, self.in_recovery, self.streaming = True, True, True
+        self.backend_pid = 100
+        self.connection = None
 
     def cursor(self):
+        self.ensure_connection()
         return _FakeCursor(self)
 
+    def ensure_connection(self):
+        if not self.up:
+            raise OperationalError("connection refused")
+        if self.connection is None:
+            self.backend_pid += 1
+            self.connection = SimpleNamespace(info=SimpleNamespace(host="127.0.0.1", port=5433,
+                                                                   backend_pid=self.backend_pid))
+
+    def close_if_health_check_failed(self):
+        if self.connection is not None and not self.up:
+            self.close()
+
     def close(self):
-        pass
+        self.connection = None
 
 
 class _FakeCursor:
@@ -148,6 +164,16 @@ def test_a_replica_that_fails_is_forgotten_and_skipped():
         replica.up = False
         assert ReplicaRouter.read_alias(None) == DEFAULT_DB_ALIAS
         assert not replicas.heard_covers("replica_0", None)
+
+
+def test_a_reconnected_session_asks_again():
+    """What one server session said proves nothing of the next (a multi-host URL may reach another node)."""
+    with fake_replicas() as (fakes, clock):
+        replica = fakes["replica_0"]
+        ReplicaRouter.read_alias(START)
+        replica.close()  # as Django does with a connection past its age
+        assert ReplicaRouter.read_alias(START) == "replica_0" and replica.queries == 2
+        assert ReplicaRouter.read_alias(START) == "replica_0" and replica.queries == 2
 
 
 def test_a_zero_ttl_asks_for_every_read():

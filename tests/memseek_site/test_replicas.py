@@ -198,15 +198,23 @@ def test_a_workspace_the_replica_lacks_still_authenticates_and_its_reads_are_rou
     """A read is routed before its workspace row is read, so the row is read on the replica; one
     made outside the API (no last write recorded) that the standby has not replayed is read on the
     primary instead, never answered 401."""
-    import subprocess
-    import sys
+    import psycopg
 
+    from catalog_app.auth import generate_key
+    from catalog_app.models import ApiKey, Workspace
+
+    _, token = live.write("b", "iota so the replica's last replayed commit is recent")
+    _caught_up(live, token)
     live.replica.pause_replay()
     try:
-        made = subprocess.run(
-            [sys.executable, "manage.py", "create_workspace", "replica-c"], capture_output=True, text=True,
-            timeout=120, env={**os.environ, "DATABASE_URL": database_url(live.settings)}, check=True)
-        live.keys["c"] = made.stdout.strip().splitlines()[-1]
+        key, digest = generate_key()
+        with psycopg.connect(database_url(live.settings), autocommit=True) as conn, conn.transaction():
+            (workspace_id,) = conn.execute(
+                f"INSERT INTO {Workspace._meta.db_table} (name, created_at, catalog_revision, settings) "
+                "VALUES ('replica-c', now(), 0, '{}') RETURNING id").fetchone()
+            conn.execute(f"INSERT INTO {ApiKey._meta.db_table} (key_hash, label, created_at, workspace_id, "
+                         "capabilities) VALUES (%s, '', now(), %s, ARRAY['read'])", (digest, workspace_id))
+        live.keys["c"] = key
         assert not live.holds_workspace("replica-c")  # the standby lacks the row
         status, headers, answer = live.call("GET", "/rank/schema", "c")
         assert (status, headers[SERVED_BY_HEADER]) == (200, "replica_0"), answer
