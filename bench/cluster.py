@@ -35,14 +35,11 @@ from deploy.cluster.control import cluster_down, cluster_up  # noqa: E402
 from deploy.cluster.topology import Host, Topology, variant  # noqa: E402
 
 from bench.cluster_capacity import TIERS, capacity_report  # noqa: E402
+from bench.harness import log  # noqa: E402
 
 QUERIES = ("renewal quote", "invoice overdue", "outage last week", "who owns the migration", "budget review",
            "customer unhappy", "follow-up call", "security questionnaire", "contract terms", "onboarding plan")
 TOPICS = ("renewal", "invoice", "outage", "migration", "budget", "onboarding", "contract", "security")
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def request(host: Host, method: str, path: str, key: str, body=None, timeout: float = 120) -> tuple[int, bytes]:

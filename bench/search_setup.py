@@ -33,6 +33,8 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memseek_site.settings")
 
 
+from bench.harness import in_turn, log, package_version  # noqa: E402
+
 CACHE = ROOT / "bench" / ".cache"
 SEARCH_CATALOG = ROOT / "bench" / "catalogs" / "search"
 SEED = 7
@@ -40,10 +42,6 @@ BATCH = 100
 GRAPH_NODES = 1000
 GRAPH_OUT_DEGREE = 3
 GRAPH_PREDICATES = ("depends_on", "calls", "imports")
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def progress(iterable=None, *, total=None, desc: str = "", unit: str = "it"):
@@ -115,9 +113,7 @@ def environment() -> dict:
 
 
 def gunicorn_version() -> str | None:
-    from bench.ingest import _version
-
-    return _version("gunicorn")
+    return package_version("gunicorn")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -637,7 +633,7 @@ def _measure_query_embedding(config, workspace_id: int, texts: list[str], desc: 
         for index, text in enumerate(progress(texts, desc=f"{desc}, pass {iteration + 1}", unit="q")):
             pair = [("service", lambda: embed_query(config, text, workspace_id=workspace_id)),
                     ("raw", lambda: raw(text))]
-            for name, call in (pair if (iteration + index) % 2 == 0 else pair[::-1]):
+            for name, call in in_turn(pair, iteration + index):
                 started = time.perf_counter()
                 value = call()
                 (service if name == "service" else baseline).append(time.perf_counter() - started)
