@@ -995,30 +995,35 @@ def _report_size(size: int, out: dict) -> list[str]:
               "Text channel baseline plan (the exact scan the lexical index replaces):", "", "```",
               *out["explain"]["text"]["plan"],
               "```", ""]
-    throughput = out.get("throughput")
-    if throughput:
-        lines += [f"Throughput: {throughput['server']}; {throughput['request']}.", "",
-                  "| clients | search req/s | search p50 ms | search p95 ms | health req/s | health p50 ms | "
-                  "ratio (search/health) | errors |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        for row in throughput["rounds"]:
-            s, h = row["search"], row["health"]
-            lines.append(f"| {row['clients']} | {s['requests_per_s']:.1f} | {_ms(s['latency']['p50_ms'])} | "
-                         f"{_ms(s['latency']['p95_ms'])} | {h['requests_per_s']:.0f} | "
-                         f"{_ms(h['latency']['p50_ms'])} "
-                         f"| {row['ratio_rps']:.3f} | {s['errors'] + h['errors']} |")
-        for row in throughput.get("rounds_omp_one_thread", []):
-            s = row["search"]
-            lines.append(f"| {row['clients']} (OMP_NUM_THREADS=1) | {s['requests_per_s']:.1f} | "
-                         f"{_ms(s['latency']['p50_ms'])} | {_ms(s['latency']['p95_ms'])} | (as above) | | "
-                         f"{row['ratio_rps']:.3f} | {s['errors']} |")
-        memory = throughput["memory"]
-        lines += ["", f"Resident memory per gunicorn worker: "
-                      f"{', '.join(f'{v:.0f}' for v in memory['worker_rss_mib_after_health'].values())} "
-                      f"MiB after /health only; "
-                  f"{', '.join(f'{v:.0f}' for v in memory['worker_rss_mib_model_loaded'].values())} MiB with the "
-                  f"model loaded; {', '.join(f'{v:.0f}' for v in memory['worker_rss_mib_end'].values())} MiB at "
-                  f"the end; baseline `python -c \"import django\"` {memory['bare_django_rss_mib']:.0f} MiB "
-                  f"(ratio {memory['ratio']:.1f}).", ""]
+    if out.get("throughput"):
+        lines += _report_throughput(out["throughput"])
+    return lines
+
+
+def _report_throughput(throughput: dict) -> list[str]:
+    """The throughput table through gunicorn and the workers' resident memory."""
+    lines = [f"Throughput: {throughput['server']}; {throughput['request']}.", "",
+             "| clients | search req/s | search p50 ms | search p95 ms | health req/s | health p50 ms | "
+             "ratio (search/health) | errors |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in throughput["rounds"]:
+        s, h = row["search"], row["health"]
+        lines.append(f"| {row['clients']} | {s['requests_per_s']:.1f} | {_ms(s['latency']['p50_ms'])} | "
+                     f"{_ms(s['latency']['p95_ms'])} | {h['requests_per_s']:.0f} | "
+                     f"{_ms(h['latency']['p50_ms'])} "
+                     f"| {row['ratio_rps']:.3f} | {s['errors'] + h['errors']} |")
+    for row in throughput.get("rounds_omp_one_thread", []):
+        s = row["search"]
+        lines.append(f"| {row['clients']} (OMP_NUM_THREADS=1) | {s['requests_per_s']:.1f} | "
+                     f"{_ms(s['latency']['p50_ms'])} | {_ms(s['latency']['p95_ms'])} | (as above) | | "
+                     f"{row['ratio_rps']:.3f} | {s['errors']} |")
+    memory = throughput["memory"]
+    lines += ["", f"Resident memory per gunicorn worker: "
+                  f"{', '.join(f'{v:.0f}' for v in memory['worker_rss_mib_after_health'].values())} "
+                  f"MiB after /health only; "
+              f"{', '.join(f'{v:.0f}' for v in memory['worker_rss_mib_model_loaded'].values())} MiB with the "
+              f"model loaded; {', '.join(f'{v:.0f}' for v in memory['worker_rss_mib_end'].values())} MiB at "
+              f"the end; baseline `python -c \"import django\"` {memory['bare_django_rss_mib']:.0f} MiB "
+              f"(ratio {memory['ratio']:.1f}).", ""]
     return lines
 
 
