@@ -48,7 +48,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import harness  # noqa: E402
-from bench.quality_common import (RESULTS, ROOT, Configuration, add_configs_argument, bench_workspace,  # noqa: E402
+from bench.quality_common import (ROOT, Configuration, add_configs_argument, bench_workspace,  # noqa: E402
                                   bm25s_plain, bm25s_stemmed, brute_force, ensure_migrated, environment,
                                   environment_line, ingest, ir_metrics, ir_run, log, markdown_table, query_vectors,
                                   rrf, run_configuration, selected_configurations, set_torch_threads,
@@ -312,7 +312,7 @@ def markdown(result: dict) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help=f"LoCoMo-format JSON (default {DEFAULT_DATA})")
-    parser.add_argument("--out", type=Path, default=RESULTS, help="results directory (default bench/results)")
+    harness.add_out_argument(parser)
     parser.add_argument("--size", type=int, default=None, help="use only the first N conversations")
     parser.add_argument("--format", choices=FORMATS, default="dated", help="record text format (default dated)")
     add_configs_argument(parser, CONFIGURATIONS)

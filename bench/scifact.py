@@ -38,7 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import harness  # noqa: E402
-from bench.quality_common import (RESULTS, ROOT, Configuration, add_configs_argument, bench_workspace,  # noqa: E402
+from bench.quality_common import (ROOT, Configuration, add_configs_argument, bench_workspace,  # noqa: E402
                                   bm25s_en, bm25s_plain, bm25s_plain_scores, bm25s_stemmed, brute_force,
                                   ensure_migrated, paired_bootstrap,
                                   environment, environment_line, fmt, ingest, ir_metrics, ir_run, log, markdown_table,
@@ -348,7 +348,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help=f"BEIR directory (default {DEFAULT_DATA})")
     parser.add_argument("--qrels", default="train", help="judgements file qrels/NAME.tsv (default train)")
-    parser.add_argument("--out", type=Path, default=RESULTS, help="results directory (default bench/results)")
+    harness.add_out_argument(parser)
     parser.add_argument("--size", type=int, default=None, help="ingest only the first N abstracts")
     parser.add_argument("--queries", type=int, default=None, help="ask only the first N queries")
     add_configs_argument(parser, CONFIGURATIONS)
