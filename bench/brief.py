@@ -29,16 +29,16 @@ import os
 import sys
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memseek_site.settings")
 
+from bench import harness  # noqa: E402
 from bench import search_setup as setup  # noqa: E402
 from bench.locomo import CATALOG, CATEGORIES, DEFAULT_DATA, DRAGON, evaluate, load_data, parse_session_date  # noqa: E402
-from bench.quality_common import (RESULTS, Configuration, bench_workspace, environment_line, ingest, log,  # noqa: E402
-                                  markdown_table, run_configuration, wait_ready, write_json)
+from bench.quality_common import (Configuration, bench_workspace, environment_line, ingest,  # noqa: E402
+                                  markdown_table, run_configuration, wait_ready)
 
 TARGET_RECALL10, TARGET_P50_MS = 72.0, 60.0
 CUTOFFS = (5, 10)
@@ -180,16 +180,15 @@ def main(argv=None) -> int:
     parser.add_argument("--latency-size", type=int, action="append", help="corpus size (repeatable; default 10000)")
     parser.add_argument("--queries", type=int, default=50, help="latency query texts (default 50, at least 5)")
     parser.add_argument("--iterations", type=int, default=5, help="timed latency passes (default 5)")
-    parser.add_argument("--database-prefix", default="memseek_bench_brief")
-    parser.add_argument("--seed", type=int, default=setup.SEED)
+    harness.add_seed_argument(parser, setup.SEED)
     parser.add_argument("--cache", type=Path, default=setup.CACHE)
     parser.add_argument("--vectors", choices=("model", "words"), default="model",
                         help="latency corpus vectors: MiniLM of each text, "
                              "or the mean of its words' (see brief_latency)")
     parser.add_argument("--rebuild", action="store_true")
-    parser.add_argument("--drop", action="store_true", help="drop the latency corpus database(s) at the end")
+    harness.add_database_arguments(parser, prefix="memseek_bench_brief")
     parser.add_argument("--skip", default="", help="comma list: recall, latency")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    harness.add_out_argument(parser)
     args = parser.parse_args(argv)
     args.latency_size = args.latency_size or [10_000]
     skip = {part.strip() for part in args.skip.split(",") if part.strip()}
@@ -201,7 +200,7 @@ def main(argv=None) -> int:
 
     ensure_migrated()
     started = time.perf_counter()
-    result = {"benchmark": "brief", "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    result = {"benchmark": "brief", "started_at": harness.now(),
               "environment": environment(), "settings": {"MEMORY_SEARCH_HITS": 10, "model_filter": False}}
     if "recall" not in skip:
         result["recall"] = measure_recall(args)
@@ -210,12 +209,7 @@ def main(argv=None) -> int:
 
         result["latency"] = {str(size): measure(args, size) for size in args.latency_size}
     result["seconds"] = time.perf_counter() - started
-    args.out.mkdir(parents=True, exist_ok=True)
-    write_json(args.out / "brief.json", result)
-    text = markdown(result)
-    (args.out / "brief.md").write_text(text)
-    print(text)
-    log(f"wrote {args.out / 'brief.json'} and brief.md in {result['seconds']:.0f} s")
+    harness.publish(result, out=args.out, name="brief", report=markdown)
     return 0
 
 

@@ -18,8 +18,6 @@ import argparse
 import http.client
 import json
 import os
-import platform
-import subprocess
 import sys
 import tempfile
 import threading
@@ -35,14 +33,12 @@ from deploy.cluster.control import cluster_down, cluster_up  # noqa: E402
 from deploy.cluster.topology import Host, Topology, variant  # noqa: E402
 
 from bench.cluster_capacity import TIERS, capacity_report  # noqa: E402
+from bench import harness  # noqa: E402
+from bench.harness import log  # noqa: E402
 
 QUERIES = ("renewal quote", "invoice overdue", "outage last week", "who owns the migration", "budget review",
            "customer unhappy", "follow-up call", "security questionnaire", "contract terms", "onboarding plan")
 TOPICS = ("renewal", "invoice", "outage", "migration", "budget", "onboarding", "contract", "security")
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def request(host: Host, method: str, path: str, key: str, body=None, timeout: float = 120) -> tuple[int, bytes]:
@@ -199,11 +195,10 @@ def worker_blocks(topology: Topology, key: str, count: int, batch: int) -> dict:
 
 
 def environment() -> dict:
-    haproxy = subprocess.run(["haproxy", "-v"], capture_output=True, text=True).stdout.splitlines()[0]
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    return {"machine": {"cores": os.cpu_count(), "platform": platform.platform(),
-                        "load_average_at_start": [round(x, 2) for x in os.getloadavg()]},
-            "versions": {"python": platform.python_version(), "haproxy": haproxy}, "git": {"commit": commit}}
+    """The harness's run record (no database of this process, no torch) and HAProxy's version."""
+    env = harness.environment(database=False, torch=False)
+    env["versions"]["haproxy"] = (harness.command_output(["haproxy", "-v"]).splitlines() or [""])[0]
+    return env
 
 
 def report(results: dict) -> str:
@@ -298,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
                     log(f"{operation} with {count} API host(s) ...")
                     blocks.setdefault(operation, {})[str(count)] = Block(
                         topology, key, path, make_body, args.clients, args.seconds).run()
-            env["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+            env["machine"]["load_average_at_end"] = harness.load_average()
         finally:
             cluster_down(topology, log=log)
     results = {"parameters": vars(args) | {"out": str(args.out)}, "environment": env, "blocks": blocks,

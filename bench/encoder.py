@@ -35,6 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench import harness  # noqa: E402
 from bench.scifact import DEFAULT_DATA  # noqa: E402  the same data set as bench scifact
 
 RUNTIMES = ("torch", "onnx", "onnx-int8")
@@ -171,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=None, help="encode only the first N abstracts")
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results")
+    harness.add_out_argument(parser)
     args = parser.parse_args(argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memseek_site.settings")
     from catalog_app.embedding import torch_threads_per_process
@@ -181,31 +182,20 @@ def main(argv: list[str] | None = None) -> int:
     results = run(corpus, queries, threads)
     meta = {"when": datetime.now(UTC).isoformat(timespec="seconds"), "threads": threads,
             "corpus_texts": len(corpus), "queries": len(queries), "machine": _machine(), "commit": _commit()}
-    markdown = report(results, meta)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "encoder.json").write_text(json.dumps({"meta": meta, "runtimes": results}, indent=2) + "\n")
-    (args.out / "encoder.md").write_text(markdown)
-    print(markdown)
+    harness.publish({"meta": meta, "runtimes": results}, out=args.out, name="encoder",
+                    report=lambda payload: report(payload["runtimes"], payload["meta"]))
     return 0
 
 
 def _machine() -> str:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), "unknown CPU")
-    return f"{len(os.sched_getaffinity(0))} usable cores ({cpu}), load average {os.getloadavg()[0]:.2f} at the end"
+    machine = harness.machine()
+    return (f"{machine['usable_cores']} usable cores ({machine['cpu'] or 'unknown CPU'}), "
+            f"load average {harness.load_average()[0]:.2f} at the end")
 
 
 def _commit() -> str:
-    import subprocess
-
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                               text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head + (" (dirty tree)" if dirty else "")
+    git = harness.git_state()
+    return git["commit"][:12] + (" (dirty tree)" if git["dirty"] else "") if git["commit"] else "unknown"
 
 
 if __name__ == "__main__":

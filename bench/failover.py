@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.patroni_cluster import PatroniCluster  # noqa: E402 (after the path insert)
-from bench.search_setup import latency_summary, log  # noqa: E402
+from bench.harness import in_turn, log  # noqa: E402
+from bench.search_setup import latency_summary  # noqa: E402
 
 SETTINGS = ("on", "local")
 INSERT = "INSERT INTO bench_commit (payload) VALUES (%s)"
@@ -46,7 +47,7 @@ def measure_latency(url: str, commits: int) -> dict:
     with psycopg.connect(url, autocommit=True) as connection:
         for index in range(commits):
             # Alternate, rotating which setting goes first, so drift hits both alike.
-            order = SETTINGS if index % 2 == 0 else SETTINGS[::-1]
+            order = in_turn(SETTINGS, index)
             for setting in order:
                 samples[setting].append(_commit(connection, setting))
     return {setting: latency_summary(values) for setting, values in samples.items()}

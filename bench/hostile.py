@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import os
 import re
 import statistics
@@ -34,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench import harness  # noqa: E402
 from bench.hostile_texts import HOSTILE, MCP_TOOLS, ORDINARY, ROUTES, acceptable, mcp_call  # noqa: E402
 from bench.search_setup import django_setup, log  # noqa: E402
 
@@ -148,16 +148,12 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ordinary", type=int, default=5, help="timed ordinary questions per route (default 5)")
     parser.add_argument("--texts", type=int, default=0, help="only the first N hostile texts (default: all)")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results", help="results directory")
-    parser.add_argument("--database", default="memseek_bench_hostile", help="the bench database (created if missing)")
-    parser.add_argument("--drop", action="store_true", help="drop the bench database afterwards")
+    harness.add_out_argument(parser)
+    harness.add_database_arguments(parser, database="memseek_bench_hostile")
     args = parser.parse_args(argv)
     django_setup()
-    args.out.mkdir(parents=True, exist_ok=True)
     results = run(args)
-    (args.out / "hostile.json").write_text(json.dumps(results, indent=2) + "\n")
-    (args.out / "hostile.md").write_text(markdown_report(results))
-    log(markdown_report(results))
+    harness.publish(results, out=args.out, name="hostile", report=markdown_report)
     return 0
 
 

@@ -41,9 +41,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 import uuid
@@ -64,8 +62,10 @@ from django.conf import settings  # noqa: E402
 from django.db import connection  # noqa: E402
 from psycopg.types.json import Jsonb  # noqa: E402
 
+from bench import harness  # noqa: E402
 from bench.corpus import batches, make_records  # noqa: E402
 from bench.encode_baseline import ENCODE_BATCH, EncodeBaseline  # noqa: E402
+from bench.harness import log  # noqa: E402
 from bench.processes import CeleryWorker, Server, database_url  # noqa: E402
 from bench.quality_common import ensure_migrated  # noqa: E402
 from catalog_app.models import Workspace  # noqa: E402
@@ -95,10 +95,6 @@ CATALOGS = {"api": NO_PROCESSORS_CATALOG, "api_worker": NO_PROCESSORS_CATALOG, "
             "ready_worker": EXAMPLE_CATALOG}  # the baselines' workspaces have none
 
 
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 class Progress:
     """Plain progress lines (tqdm is not in requirements.txt): one line per ~10%."""
 
@@ -118,73 +114,15 @@ class Progress:
 # Environment: machine, versions, commit
 
 
-def _run(args: list[str]) -> str:
-    try:
-        return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=30).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return ""
-
-
-def _version(module: str) -> str | None:
-    from importlib import metadata
-
-    try:
-        return metadata.version(module)
-    except metadata.PackageNotFoundError:
-        return None
-
-
 def environment() -> dict:
-    cpu_model = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu_model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        memory = None
-    with connection.cursor() as cursor:
-        cursor.execute("SHOW server_version")
-        server_version = cursor.fetchone()[0]
-    dirty = [line[3:] for line in _run(["git", "status", "--porcelain", "--untracked-files=no"]).splitlines()]
-    import torch
-
-    return {
-        "machine": {
-            "cores": os.cpu_count(),
-            "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-            "memory_gib": round(memory / 2**30, 1) if memory else None,
-            "cpu": cpu_model or platform.processor(),
-            "platform": platform.platform(),
-            "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
-            "torch_threads": torch.get_num_threads(),
-        },
-        "versions": {
-            "python": platform.python_version(),
-            "django": django.get_version(),
-            "djangorestframework": _version("djangorestframework"),
-            "postgres_server": server_version,
-            "psycopg": psycopg.__version__,
-            "gunicorn": _version("gunicorn"),
-            "torch": torch.__version__,
-            "sentence_transformers": _version("sentence-transformers"),
-        },
-        "git": {
-            "commit": _run(["git", "rev-parse", "HEAD"]),
-            "branch": _run(["git", "rev-parse", "--abbrev-ref", "HEAD"]),
-            "dirty": bool(dirty),
-            "modified_tracked_files": dirty,
-        },
-        "database": "DATABASE_URL" if os.environ.get("DATABASE_URL", "").strip()
-            else "embedded PostgreSQL (var/pgdata)",
-        "settings": {name: memseek_setting(name)
-                     for name in ("MAX_BATCH", "ENRICH_BATCH", "ENRICH_POOL", "ENRICH_CLAIM",
-                                                             "EMBEDDING_BATCH")},
-    }
+    """The harness's run record, plus the libraries, database and settings ingest depends on."""
+    env = harness.environment({"djangorestframework": "djangorestframework", "psycopg": "psycopg",
+                               "gunicorn": "gunicorn", "sentence_transformers": "sentence-transformers"})
+    env["database"] = ("DATABASE_URL" if os.environ.get("DATABASE_URL", "").strip()
+                       else "embedded PostgreSQL (var/pgdata)")
+    env["settings"] = {name: memseek_setting(name)
+                       for name in ("MAX_BATCH", "ENRICH_BATCH", "ENRICH_POOL", "ENRICH_CLAIM", "EMBEDDING_BATCH")}
+    return env
 
 
 # --------------------------------------------------------------------------------------------
@@ -629,13 +567,14 @@ def corpus_stats(n: int, seed: int) -> dict:
 # --------------------------------------------------------------------------------------------
 
 
-def main(argv=None) -> int:
+def arguments(argv) -> tuple[argparse.Namespace, set[str]]:
+    """The parsed options and the set of measures asked for; exits with a usage error on bad ones."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=5000, help="records for the API ingest measure (default 5000)")
     parser.add_argument("--ready-records", type=int, default=2000,
                         help="records for the ingest-to-ready measure (default 2000)")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results", help="results directory")
-    parser.add_argument("--seed", type=int, default=7)
+    harness.add_out_argument(parser)
+    harness.add_seed_argument(parser, 7)
     parser.add_argument("--measures", default=",".join(WORKSPACES),
                         help="comma list of: api, ready, api_worker, ready_worker (default all four)")
     parser.add_argument("--worker-concurrency", type=int, default=len(os.sched_getaffinity(0)),
@@ -653,6 +592,11 @@ def main(argv=None) -> int:
         parser.error("--measures takes api, ready, api_worker and/or ready_worker")
     if args.records < 1 or args.ready_records < 1 or (args.warm_records is not None and args.warm_records < 1):
         parser.error("--records, --ready-records and --warm-records must be positive")
+    return args, measures
+
+
+def main(argv=None) -> int:
+    args, measures = arguments(argv)
     warm_records = args.warm_records or BATCH
 
     started_at = datetime.now(timezone.utc)
@@ -726,12 +670,7 @@ def main(argv=None) -> int:
         copier_conn.close()
 
     results["table"] = rows_for(results)
-    table = markdown_table(results["table"])
-    print(table)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "ingest.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
-    (args.out / "ingest.md").write_text(markdown_report(results))
-    log(f"wrote {args.out / 'ingest.json'} and {args.out / 'ingest.md'}")
+    harness.publish(results, out=args.out, name="ingest", report=markdown_report)
     return 0
 
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import random
 import shutil
 import sys
@@ -44,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench import lexical_tantivy  # noqa: E402
+from bench import harness, lexical_tantivy  # noqa: E402
 from bench.search_setup import (  # noqa: E402
     CACHE, bench_database, django_setup, environment, latency_summary, log, progress, use_bench_database,
 )
@@ -309,17 +308,16 @@ def main(argv=None) -> int:
     parser.add_argument("--iterations", type=int, default=3)
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--data", type=Path, default=SCIFACT)
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
-    parser.add_argument("--database", default="memseek_bench_lexical")
+    harness.add_out_argument(parser)
+    harness.add_database_arguments(parser, database="memseek_bench_lexical")
     parser.add_argument("--rebuild", action="store_true")
-    parser.add_argument("--drop", action="store_true", help="drop the bench database at the end")
     args = parser.parse_args(argv)
     django_setup()
     sizes = list(args.size or [100_000]) + ([1_000_000] if args.million else [])
     synthetic = {"wordlist": "synthetic", "zipf": "zipf"}  # workspace names: wordlist's predate the flag
     corpora = ([("scifact", 0)] if not args.no_scifact else []) + [
         (f"{synthetic[kind]}-{n}", n) for kind in dict.fromkeys(args.corpus or CORPORA) for n in sizes]
-    result = {"benchmark": "lexical", "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    result = {"benchmark": "lexical", "started_at": harness.now(),
               "k": args.k, "targets": TARGETS, "corpora": []}
     try:
         with bench_database(args.database, drop=args.drop, cache=CACHE):
@@ -334,7 +332,7 @@ def main(argv=None) -> int:
                                lexical_tantivy.Peer(tantivy_path(args.database, workspace),
                                                     tuple(info["tantivy"]["analyzers"])))
                 result["corpora"].append({"name": name, "build": info, "rows": rows})
-                result["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
+                result["load_average_at_end"] = harness.load_average()
                 log(markdown(result))
     finally:  # a failed run leaves no build info or tantivy index of a dropped database
         if args.drop:
@@ -342,12 +340,8 @@ def main(argv=None) -> int:
                 info.unlink()
             for index in CACHE.glob(f"tantivy-{args.database}-*"):
                 shutil.rmtree(index)
-    result["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "lexical.json").write_text(json.dumps(result, indent=2, default=str))
-    (args.out / "lexical.md").write_text(markdown(result))
-    print(markdown(result))
-    print(f"wrote {args.out / 'lexical.json'} and {args.out / 'lexical.md'}")
+    result["load_average_at_end"] = harness.load_average()
+    harness.publish(result, out=args.out, name="lexical", report=markdown)
     return 0
 
 

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 import time
@@ -48,7 +47,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.quality_common import (RESULTS, ROOT, Configuration, add_configs_argument, bench_workspace,  # noqa: E402
+from bench import harness  # noqa: E402
+from bench.quality_common import (ROOT, Configuration, add_configs_argument, bench_workspace,  # noqa: E402
                                   bm25s_plain, bm25s_stemmed, brute_force, ensure_migrated, environment,
                                   environment_line, ingest, ir_metrics, ir_run, log, markdown_table, query_vectors,
                                   rrf, run_configuration, selected_configurations, set_torch_threads,
@@ -312,7 +312,7 @@ def markdown(result: dict) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help=f"LoCoMo-format JSON (default {DEFAULT_DATA})")
-    parser.add_argument("--out", type=Path, default=RESULTS, help="results directory (default bench/results)")
+    harness.add_out_argument(parser)
     parser.add_argument("--size", type=int, default=None, help="use only the first N conversations")
     parser.add_argument("--format", choices=FORMATS, default="dated", help="record text format (default dated)")
     add_configs_argument(parser, CONFIGURATIONS)
@@ -331,7 +331,7 @@ def main(argv=None) -> int:
     selected = selected_configurations(parser, CONFIGURATIONS, args.configs)
 
     started = time.perf_counter()
-    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started_at = harness.now()
     set_torch_threads(1)  # this process embeds the brute-force queries one at a time
     ensure_migrated()
     env = environment()
@@ -446,18 +446,13 @@ def main(argv=None) -> int:
     result["per_question"] = {"qids": qids, "recall@10": {name: [round(values[qid], 4) for qid in qids]
                                                           for name, values in per_question.items()}}
     timings["total_s"] = time.perf_counter() - started
-    result["environment"]["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     result["timings"] = {key: round(val, 2) for key, val in timings.items()}
     args.out.mkdir(parents=True, exist_ok=True)
     rows = [{"name": name, **entry} for name, entry in configurations.items()]
     rows += [{"name": name, "baseline": True, **entry} for name, entry in baselines.items()]
     result["plots"] = plots(args.out, args.name, rows,
                             f"LoCoMo ({len(data['samples'])} conversations, {len(questions)} questions)")
-    write_json(args.out / f"{args.name}.json", result)
-    text = markdown(result)
-    (args.out / f"{args.name}.md").write_text(text)
-    print(text)
-    log(f"wrote {args.out / (args.name + '.json')}, .md and plots in {timings['total_s']:.0f} s")
+    harness.publish(result, out=args.out, name=args.name, report=markdown)
     return 0
 
 

@@ -34,6 +34,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memseek_site.settings")
 
+from bench import harness  # noqa: E402
 from bench import search_setup as setup  # noqa: E402
 from bench.search_setup import latency_summary, log, progress  # noqa: E402
 
@@ -172,7 +173,7 @@ def run(workspace, requests: dict[str, list[dict]]) -> list[dict]:
                         cursor.fetchall()
 
             pair = [("service", lambda: service_call(workspace, lookup, params)), ("baseline", replay)]
-            for name, call in (pair if index % 2 == 0 else pair[::-1]):
+            for name, call in harness.in_turn(pair, index):
                 started = time.perf_counter()
                 call()
                 (service if name == "service" else baseline).append(time.perf_counter() - started)
@@ -206,9 +207,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=40)
-    parser.add_argument("--database-prefix", default="memseek_bench_lookups")
-    parser.add_argument("--drop", action="store_true", help="drop the corpus database afterwards")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    harness.add_database_arguments(parser, prefix="memseek_bench_lookups")
+    harness.add_out_argument(parser)
     args = parser.parse_args(argv)
     setup.django_setup()
     from memseek_site.conf import memseek_setting
@@ -222,11 +222,7 @@ def main(argv=None) -> int:
                    "reused": corpus["reused"], "lookups": lookups, "environment": setup.environment(),
                    "settings": {name: memseek_setting(name) for name in (
                        "MEMORY_PAGE_LIMIT", "MEMORY_GREP_CANDIDATES", "MEMORY_AROUND_MAX")}}
-    from bench.quality_common import write_json
-
-    write_json(args.out / "lookups.json", payload)
-    (args.out / "lookups.md").write_text(markdown(payload))
-    log(f"wrote {args.out / 'lookups.json'} and {args.out / 'lookups.md'}")
+    harness.publish(payload, out=args.out, name="lookups", report=markdown)
     return 0
 
 

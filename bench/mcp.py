@@ -43,6 +43,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import mcp_start  # noqa: E402
+from bench import harness  # noqa: E402
 from bench.search_setup import django_setup, latency_summary, log  # noqa: E402
 
 TARGET_RATIO = 1.2
@@ -187,17 +188,13 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--iterations", type=int, default=5, help="timed passes over the queries (default 5)")
     parser.add_argument("--queries", type=int, default=100, help="at most this many queries (default: all samples)")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results", help="results directory")
-    parser.add_argument("--database", default="memseek_bench_mcp", help="the bench database (created if missing)")
-    parser.add_argument("--drop", action="store_true", help="drop the bench database afterwards")
+    harness.add_out_argument(parser)
+    harness.add_database_arguments(parser, database="memseek_bench_mcp")
     parser.add_argument("--starts", type=int, default=10, help="timed stdio bridge starts (default 10)")
     args = parser.parse_args(argv)
     django_setup()
-    args.out.mkdir(parents=True, exist_ok=True)
     results = run(args)
-    (args.out / "mcp.json").write_text(json.dumps(results, indent=2) + "\n")
-    (args.out / "mcp.md").write_text(markdown_report(results))
-    log(markdown_report(results))
+    harness.publish(results, out=args.out, name="mcp", report=markdown_report)
     return 0
 
 

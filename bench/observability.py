@@ -26,8 +26,9 @@ import argparse
 import time
 from pathlib import Path
 
+from bench import harness
 from bench import search_setup as setup
-from bench.search_setup import latency_summary, log
+from bench.search_setup import latency_summary
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOG = ROOT / "bench" / "catalogs" / "search"
@@ -105,7 +106,7 @@ def run(key: str, queries: list[str], rounds: int) -> dict:
     for round_ in range(rounds):
         for index, path in enumerate(paths):
             pair = (baseline, "baseline"), (metrics, "metrics")
-            for client, config in (pair if (index + round_) % 2 == 0 else pair[::-1]):
+            for client, config in harness.in_turn(pair, index + round_):
                 _timed(client, path, seconds, config)
         tracing_configure(exporter=_DroppingExporter())
         connections.close_all()
@@ -153,9 +154,8 @@ def main(argv=None) -> int:
     parser.add_argument("--size", type=int, default=1000)
     parser.add_argument("--queries", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--database-prefix", default="memseek_bench_observability")
-    parser.add_argument("--drop", action="store_true", help="drop the corpus database afterwards")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    harness.add_database_arguments(parser, prefix="memseek_bench_observability")
+    harness.add_out_argument(parser)
     args = parser.parse_args(argv)
     setup.django_setup()
     database = f"{args.database_prefix}_{args.size}"
@@ -165,12 +165,7 @@ def main(argv=None) -> int:
         seconds = run(key, queries[:args.queries], args.rounds)
     payload = {"size": args.size, "queries": min(args.queries, len(queries)), "rounds": args.rounds,
                "rows": summary(seconds), "environment": setup.environment()}
-    from bench.quality_common import write_json
-
-    args.out.mkdir(parents=True, exist_ok=True)
-    write_json(args.out / "observability.json", payload)
-    (args.out / "observability.md").write_text(markdown(payload))
-    log(f"wrote {args.out / 'observability.json'} and {args.out / 'observability.md'}")
+    harness.publish(payload, out=args.out, name="observability", report=markdown)
     return 0
 
 

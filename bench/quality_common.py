@@ -23,10 +23,8 @@ import hashlib
 import json
 import logging
 import os
-import platform
 import re
 import statistics
-import subprocess
 import sys
 import time
 import uuid
@@ -52,19 +50,16 @@ from django.conf import settings  # noqa: E402
 from django.db import connection  # noqa: E402
 from tqdm import tqdm  # noqa: E402
 
+from bench import harness  # noqa: E402
+from bench.harness import RESULTS, log, write_json  # noqa: E402, F401 (write_json: the quality benches')
 from bench.processes import Server, database_url  # noqa: E402
 
-RESULTS = ROOT / "bench" / "results"
 BATCH = 100  # records per POST /records (MAX_BATCH)
 NO_RESULT = "__no_result__"  # placeholder doc id so a query with no hits still counts (as 0)
 
 
 class BenchError(RuntimeError):
     pass
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def progress(iterable=None, **kwargs):
@@ -88,79 +83,22 @@ def sha256_of(path: Path) -> str:
 # Environment
 
 
-def _run(args: list[str]) -> str:
-    try:
-        return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=30).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return ""
-
-
-def _version(distribution: str) -> str | None:
-    from importlib import metadata
-
-    try:
-        return metadata.version(distribution)
-    except metadata.PackageNotFoundError:
-        return None
-
-
 def environment() -> dict:
-    """Machine, library versions, PostgreSQL server version and git commit of this run."""
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
-        memory = None
+    """The harness's run record, plus pgvector and the quality libraries' versions, and how the
+    service under test runs."""
+    env = harness.environment({"sentence_transformers": "sentence-transformers", "ir_measures": "ir-measures",
+                               "bm25s": "bm25s", "pystemmer": "PyStemmer", "numpy": "numpy"})
     with connection.cursor() as cursor:
-        cursor.execute("SHOW server_version")
-        server_version = cursor.fetchone()[0]
         cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
         row = cursor.fetchone()
-    import torch
-
-    dirty = [line[3:] for line in _run(["git", "status", "--porcelain", "--untracked-files=no"]).splitlines()]
-    return {
-        "machine": {
-            "cores": os.cpu_count(),
-            "usable_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
-            "memory_gib": round(memory / 2**30, 1) if memory else None,
-            "cpu": cpu or platform.processor(),
-            "platform": platform.platform(),
-            "torch_threads": torch.get_num_threads(),
-            "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
-        },
-        "versions": {
-            "python": platform.python_version(),
-            "django": django.get_version(),
-            "postgres_server": server_version,
-            "pgvector": row[0] if row else None,
-            "torch": torch.__version__,
-            "sentence_transformers": _version("sentence-transformers"),
-            "ir_measures": _version("ir-measures"),
-            "bm25s": _version("bm25s"),
-            "pystemmer": _version("PyStemmer"),
-            "numpy": _version("numpy"),
-        },
-        "git": {
-            "commit": _run(["git", "rev-parse", "HEAD"]),
-            "branch": _run(["git", "rev-parse", "--abbrev-ref", "HEAD"]),
-            "dirty": bool(dirty),
-            "modified_tracked_files": dirty,
-        },
-        "database": ("DATABASE_URL" if os.environ.get("DATABASE_URL", "").strip() else "embedded PostgreSQL")
-                    + f" (database {settings.DATABASES['default']['NAME']})",
-        "enrichment": "celery broker" if settings.CELERY_BROKER_URL
-            else "inside each POST /records after its commit (no broker)",
-        "api": "gunicorn memseek_site.wsgi on 127.0.0.1 (sync workers, one torch thread each), "
-               "client threads in the harness process (http.client)",
-    }
+    env["versions"]["pgvector"] = row[0] if row else None
+    env["database"] = (("DATABASE_URL" if os.environ.get("DATABASE_URL", "").strip() else "embedded PostgreSQL")
+                       + f" (database {settings.DATABASES['default']['NAME']})")
+    env["enrichment"] = ("celery broker" if settings.CELERY_BROKER_URL
+                         else "inside each POST /records after its commit (no broker)")
+    env["api"] = ("gunicorn memseek_site.wsgi on 127.0.0.1 (sync workers, one torch thread each), "
+                  "client threads in the harness process (http.client)")
+    return env
 
 
 def set_torch_threads(threads: int) -> None:
@@ -618,11 +556,6 @@ def overlap_at(a: dict, b: dict, qids: list[str], k: int) -> float:
 
 # --------------------------------------------------------------------------------------------
 # Output
-
-
-def write_json(path: Path, payload: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
 def fmt(value, digits: int = 4) -> str:

@@ -37,7 +37,6 @@ and ``retrieve.png`` (stage shares) to ``--out`` (default bench/results).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
@@ -50,10 +49,11 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memseek_site.settings")
 
+from bench import harness  # noqa: E402
 from bench import search_setup as setup  # noqa: E402
 from bench.retrieve_tools import WRAPPED, LegCapture, StageWrappers  # noqa: E402
 from bench.tracing import VectorCache  # noqa: E402
-from bench.search_setup import latency_summary, log, progress, replay  # noqa: E402
+from bench.search_setup import latency_summary, progress, replay  # noqa: E402
 
 TOKEN_BUDGET = 4000
 TOP_N = 20
@@ -263,13 +263,13 @@ def main(argv=None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, action="append", help="corpus size (repeatable; default 10000)")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results", help="results directory")
+    harness.add_out_argument(parser)
     parser.add_argument("--rebuild", action="store_true", help="drop and rebuild the corpus database(s)")
     parser.add_argument("--iterations", type=int, default=5, help="timed passes over the queries (default 5)")
     parser.add_argument("--queries", type=int, default=50, help="query texts (default 50, at least 5)")
     parser.add_argument("--database-prefix", default="memseek_bench_retrieve",
                         help="corpus databases are PREFIX_<size> (default memseek_bench_retrieve)")
-    parser.add_argument("--seed", type=int, default=setup.SEED)
+    harness.add_seed_argument(parser, setup.SEED)
     parser.add_argument("--cache", type=Path, default=setup.CACHE,
                         help="directory of the cached vectors and build info (default bench/.cache)")
     parser.add_argument("--drop", action="store_true",
@@ -281,7 +281,7 @@ def main(argv=None) -> int:
 
     setup.django_setup()
     started = time.perf_counter()
-    results = {"started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    results = {"started_at": harness.now(),
                "environment": setup.environment(),
                "parameters": {"sizes": args.size, "iterations": args.iterations, "queries": args.queries,
                               "token_budget": TOKEN_BUDGET, "top_n": TOP_N, "seed": args.seed,
@@ -290,14 +290,7 @@ def main(argv=None) -> int:
     for size in args.size:
         results["sizes"][str(size)] = run_size(args, size)
     results["seconds"] = time.perf_counter() - started
-    results["environment"]["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "retrieve.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
-    report = markdown_report(results)
-    (args.out / "retrieve.md").write_text(report)
-    plot(results, args.out / "retrieve.png")
-    print(report)
-    log(f"wrote {args.out / 'retrieve.json'}, {args.out / 'retrieve.md'} and {args.out / 'retrieve.png'}")
+    harness.publish(results, out=args.out, name="retrieve", report=markdown_report, plot=plot)
     return 0
 
 

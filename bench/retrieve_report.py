@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bench import harness
 from bench.retrieve import STAGES, TOKEN_BUDGET, TOP_N
 from bench.retrieve_tools import WRAPPED
 
@@ -98,14 +99,14 @@ def markdown_report(results: dict) -> str:
 
 
 def plot(results: dict, path: Path) -> None:
-    import matplotlib
+    with harness.figure(path, 1, 2, figsize=(14, 5.5), gridspec_kw={"width_ratios": [3, 2]}) as (_, (left, right)):
+        _plot_stages(left, results)
+        _plot_latency(right, results)
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
+def _plot_stages(left, results: dict) -> None:
     sizes = list(results["sizes"])
     labels = stage_order()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(14, 5.5), gridspec_kw={"width_ratios": [3, 2]})
     height = 0.8 / len(sizes)
     for index, size in enumerate(sizes):
         stages = results["sizes"][size]["stages"]["stages"]
@@ -117,6 +118,10 @@ def plot(results: dict, path: Path) -> None:
     left.set_xlabel("share of the retrieve total (%)")
     left.set_title("POST /retrieve: where the time goes (explain diagnostics)")
     left.legend(fontsize=8)
+
+
+def _plot_latency(right, results: dict) -> None:
+    sizes = list(results["sizes"])
     names = ["retrieve", "hybrid", "legs_sql"]
     titles = ["/retrieve", "hybrid /search", "legs raw SQL"]
     width = 0.8 / len(sizes)
@@ -130,6 +135,3 @@ def plot(results: dict, path: Path) -> None:
     right.set_ylabel("ms (server-side, query embedding excluded)")
     right.set_title("Latency beside baselines")
     right.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)

@@ -31,15 +31,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.quality_common import (RESULTS, ROOT, Configuration, add_configs_argument, bench_workspace,  # noqa: E402
+from bench import harness  # noqa: E402
+from bench.quality_common import (ROOT, Configuration, add_configs_argument, bench_workspace,  # noqa: E402
                                   bm25s_en, bm25s_plain, bm25s_plain_scores, bm25s_stemmed, brute_force,
                                   ensure_migrated, paired_bootstrap,
                                   environment, environment_line, fmt, ingest, ir_metrics, ir_run, log, markdown_table,
@@ -349,7 +348,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help=f"BEIR directory (default {DEFAULT_DATA})")
     parser.add_argument("--qrels", default="train", help="judgements file qrels/NAME.tsv (default train)")
-    parser.add_argument("--out", type=Path, default=RESULTS, help="results directory (default bench/results)")
+    harness.add_out_argument(parser)
     parser.add_argument("--size", type=int, default=None, help="ingest only the first N abstracts")
     parser.add_argument("--queries", type=int, default=None, help="ask only the first N queries")
     add_configs_argument(parser, CONFIGURATIONS)
@@ -368,7 +367,7 @@ def main(argv=None) -> int:
     selected = selected_configurations(parser, CONFIGURATIONS, args.configs)
 
     started = time.perf_counter()
-    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    started_at = harness.now()
     set_torch_threads(1)  # this process embeds the brute-force queries one at a time
     ensure_migrated()
     env = environment()
@@ -476,7 +475,6 @@ def main(argv=None) -> int:
         "bm25s 0.3.16 with PyStemmer + stopwords, k1 0.9, b 0.4: 0.6762 nDCG@10, R@100 0.9127 (data README).",
     ]
     timings["total_s"] = time.perf_counter() - started
-    result["environment"]["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     per_query = {name: entry.pop("per_query_ndcg10") for name, entry in (*configurations.items(), *baselines.items())}
     result["per_query"] = {"qids": qids, "nDCG@10": {name: [round(values[qid], 4) for qid in qids]
                                                      for name, values in per_query.items()}}
@@ -491,11 +489,7 @@ def main(argv=None) -> int:
     rows = [{"name": name, **entry} for name, entry in configurations.items()]
     rows += [{"name": name, "baseline": True, **entry} for name, entry in baselines.items()]
     result["plots"] = plots(args.out, args.name, rows, f"SciFact ({args.qrels}, {len(queries)} queries)")
-    write_json(args.out / f"{args.name}.json", result)
-    text = markdown(result)
-    (args.out / f"{args.name}.md").write_text(text)
-    print(text)
-    log(f"wrote {args.out / (args.name + '.json')}, .md and plots in {timings['total_s']:.0f} s")
+    harness.publish(result, out=args.out, name=args.name, report=markdown)
     return 0
 
 

@@ -56,7 +56,6 @@ import sys
 import threading
 import time
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,6 +63,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memseek_site.settings")
 
+from bench import harness  # noqa: E402
 from bench import search_setup as setup  # noqa: E402
 from bench.processes import Server, database_url  # noqa: E402
 from bench.search_setup import latency_summary, log, percentile, progress, replay  # noqa: E402
@@ -417,7 +417,7 @@ class Bench:
         for iteration in range(self.args.iterations):
             for case, calls in zip(cases, captured):
                 steps = (("service", case, calls), ("baseline", case, calls))
-                for name, c, cl in (steps if (iteration % 2 == 0) else steps[::-1]):
+                for name, c, cl in harness.in_turn(steps, iteration):
                     if name == "service":
                         started = time.perf_counter()
                         service(c)
@@ -908,8 +908,6 @@ def findings(out: dict) -> list[str]:
 
 
 def markdown_report(results: dict) -> str:
-    env = results["environment"]
-    machine, versions, git = env["machine"], env["versions"], env["git"]
     lines = ["# Search benchmark (`bench/search.py`)", "",
              f"Run {results['started_at']}, {results['seconds'] / 60:.1f} min. Server-side latency: in-process around "
              "the service call (`search_run` / `view_query`) for a parsed JSON body, no HTTP, query embedding "
@@ -920,142 +918,157 @@ def markdown_report(results: dict) -> str:
              "lexical baseline is an exact scan of the corpus that evicts the index's pages before every interleaved "
              "sample).", ""]
     for size_key, out in results["sizes"].items():
-        size = int(size_key)
-        build = out["build"]
-        lines += [f"## {size:,} records", ""]
-        if build.get("reused"):
-            lines.append(f"Corpus reused from database `{build.get('database')}` (built {build.get('built_at')} "
-                         f"in {build.get('build_seconds', 0):.0f} s).")
-        else:
-            embeddings = build["embeddings"]
-            computed = "from cache" if embeddings["hit"] else f"computed in {embeddings['seconds']:.0f} s"
-            lines.append(f"Corpus built in {build['build_seconds']:.0f} s (embeddings {computed}"
-                         f", ingest {build['ingest_seconds']:.0f} s, COPY {build['copy_seconds']:.0f} s, HNSW index "
-                         f"{build['index_seconds']:.0f} s, VACUUM ANALYZE {build['vacuum_analyze_seconds']:.0f} s).")
-        lines += [f"{out['queries']} queries × {out['iterations']} iterations per measure "
-                  f"(samples: {', '.join(repr(q) for q in out['query_samples'][:4])}, ...).", ""]
-        lines += ["| search | service p50 | p95 | p99 | warm p50 | warm p95 | baseline | baseline p50 | p95 | "
-                  "ratio p50 | ratio p95 | baseline agrees |",
-                  "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|"]
-        for row in out["searches"] + out["multi"] + out["graph"]:
-            s, b = row["service"], row["baseline"]
-            name = row["name"] + (f" (mean {row['paths_mean']:.0f} paths, {100 * row['truncated_fraction']:.0f}% "
-                                  f"truncated at {row['limit']})" if row["kind"] == "graph" else "")
-            w = row["service_warm"]
-            lines.append(f"| {name} | {_ms(s['p50_ms'])} | {_ms(s['p95_ms'])} | {_ms(s['p99_ms'])} | "
-                         f"{_ms(w['p50_ms'])} | {_ms(w['p95_ms'])} | {row['baseline_label']} | "
-                         f"{_ms(b['p50_ms'])} | {_ms(b['p95_ms'])} | {row['ratio_p50']:.2f} | "
-                         f"{row['ratio_p95']:.2f} | {row.get('baseline_agrees', '—')} |")
-        lines.append("")
-        lines.append("Combined searches beside the single hybrid search "
-                     "(service p50 / single hybrid p50): " + ", ".join(
-            f"{row['name']} {row['ratio_to_single_hybrid_p50']:.2f}×" for row in out["multi"]) + ".")
-        emb = out["embedding"]
-        lines += ["", f"Query embedding (excluded above): `embed_query` p50 {_ms(emb['service']['p50_ms'])} ms, p95 "
-                  f"{_ms(emb['service']['p95_ms'])} ms; raw `SentenceTransformer.encode` p50 "
-                  f"{_ms(emb['baseline']['p50_ms'])} ms, p95 {_ms(emb['baseline']['p95_ms'])} ms; ratio p50 "
-                  f"{emb['ratio_p50']:.2f}.",
-                  *([f"With torch limited to 1 intra-op thread: `embed_query` p50 "
-                     f"{_ms(out['embedding_one_thread']['service']['p50_ms'])} ms, p95 "
-                     f"{_ms(out['embedding_one_thread']['service']['p95_ms'])} ms; raw encode p50 "
-                     f"{_ms(out['embedding_one_thread']['baseline']['p50_ms'])} ms (default: "
-                     f"{out['embedding']['torch_threads']} threads)."] if "embedding_one_thread" in out else []),
-                  f"Eager touch-on-read (without a broker, runs in the request): p50 "
-                  f"{_ms(out['touch_on_read_eager']['p50_ms'])} ms per search.", ""]
-        lines += ["Targets" + ("" if size == TARGET_SIZE
-                               else f" (set for {TARGET_SIZE:,} records; shown for reference)")
-                  + ":", ""]
-        for target in out["targets"]:
-            lines.append(f"- {target['target']}: {target['value']:.2f} — {'met' if target['met'] else '**missed**'}")
-        lines += ["", "Findings:", "", *[f"- {finding}" for finding in findings(out)]]
-        lines += ["", "Where the time goes: mean wall ms per request, in parentheses the CPU ms this process spent "
-                  "(the rest of the wall time is PostgreSQL, the network and waiting for a CPU); one instrumented "
-                  "pass. Combined searches sum their source threads' stage times.", "",
-                  "| stage | " + " | ".join(out["stages"]) + " |", "|---|" + "---:|" * len(out["stages"])]
-        stage_names = [s[0] for s in STAGES] + ["other (unattributed)"]
-        for stage in stage_names:
-            cells = [out["stages"][label]["stages"].get(stage) for label in out["stages"]]
-            if all(c is None or abs(c["mean_ms"]) < 0.005 for c in cells):
-                continue
-            lines.append(f"| {stage} | " + " | ".join(
-                "—" if c is None else f"{_ms(c['mean_ms'])} ({_ms(c['cpu_mean_ms'])})" for c in cells) + " |")
-        lines.append("| **total** | " + " | ".join(f"{_ms(v['total_mean_ms'])} ({_ms(v['process_cpu_mean_ms'])})"
-                                                  for v in out["stages"].values()) + " |")
-        lines.append("| SQL statements per request (baseline: the channel queries) | " + " | ".join(
-            "—" if v["sql_statements_per_request"] is None else f"{v['sql_statements_per_request']:.0f}"
-            for v in out["stages"].values()) + " |")
-        vector_plan = out["explain"]["vector"]
-        lines += ["", f"Vector candidate query uses the HNSW index: "
-                      f"**{'yes' if vector_plan['uses_hnsw_index'] else 'NO'}**"
-                  f" (EXPLAIN ANALYZE, query {vector_plan['query']!r}):", "", "```",
-                  *vector_plan["plan"], "```", "",
-                  "Text channel baseline plan (the exact scan the lexical index replaces):", "", "```",
-                  *out["explain"]["text"]["plan"],
-                  "```", ""]
-        throughput = out.get("throughput")
-        if throughput:
-            lines += [f"Throughput: {throughput['server']}; {throughput['request']}.", "",
-                      "| clients | search req/s | search p50 ms | search p95 ms | health req/s | health p50 ms | "
-                      "ratio (search/health) | errors |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
-            for row in throughput["rounds"]:
-                s, h = row["search"], row["health"]
-                lines.append(f"| {row['clients']} | {s['requests_per_s']:.1f} | {_ms(s['latency']['p50_ms'])} | "
-                             f"{_ms(s['latency']['p95_ms'])} | {h['requests_per_s']:.0f} | "
-                             f"{_ms(h['latency']['p50_ms'])} "
-                             f"| {row['ratio_rps']:.3f} | {s['errors'] + h['errors']} |")
-            for row in throughput.get("rounds_omp_one_thread", []):
-                s = row["search"]
-                lines.append(f"| {row['clients']} (OMP_NUM_THREADS=1) | {s['requests_per_s']:.1f} | "
-                             f"{_ms(s['latency']['p50_ms'])} | {_ms(s['latency']['p95_ms'])} | (as above) | | "
-                             f"{row['ratio_rps']:.3f} | {s['errors']} |")
-            memory = throughput["memory"]
-            lines += ["", f"Resident memory per gunicorn worker: "
-                          f"{', '.join(f'{v:.0f}' for v in memory['worker_rss_mib_after_health'].values())} "
-                          f"MiB after /health only; "
-                      f"{', '.join(f'{v:.0f}' for v in memory['worker_rss_mib_model_loaded'].values())} MiB with the "
-                      f"model loaded; {', '.join(f'{v:.0f}' for v in memory['worker_rss_mib_end'].values())} MiB at "
-                      f"the end; baseline `python -c \"import django\"` {memory['bare_django_rss_mib']:.0f} MiB "
-                      f"(ratio {memory['ratio']:.1f}).", ""]
-    lines += ["## Method and caveats", "",
-              "- Corpus: `bench/corpus.py` `make_records(size, seed)` into a `main` collection without required "
-              f"processors, plus `deps` links: {setup.GRAPH_NODES:,} services "
-              f"(as many as records in a smaller corpus), "
-              f"{setup.GRAPH_OUT_DEGREE} outgoing links each. Built once per size "
-              "into its own database by a shortcut: records through the ingest service (`record_ingest_batch`, "
-              "batches of 100), then their real MiniLM vectors (computed once with the service's `embed_texts`, "
-              "cached in `bench/.cache/`) COPYed into `catalog_app_recordembedding`, the space's HNSW index built, "
-              "VACUUM ANALYZE. The ingest path itself is measured by `bench/ingest.py`.",
-              "- Graph: 3 links per node (not more) because `MAX_GRAPH_PATHS` (100) caps a walk: at 5 links per "
-              "node a depth-3 walk is already truncated inside level 3, so depth 4 would never be queried.",
-              "- Baselines replay the statements the backend issued for the same request (captured text and "
-              "parameters) on a plain psycopg connection; their ids are compared to the service's candidates "
-              "('baseline agrees'). The service additionally reloads the candidates canonically, rechecks, ranks, "
-              "fuses, renders and serialises: that is what the ratio prices.",
-              f"- Machine: {machine['cores']} cores ({machine['cpu']}), {machine['memory_gib']} GiB; load average at "
-              f"start {machine['load_average_at_start']} — this machine was shared with other work while the "
-              "benchmark ran, so absolute figures are noisy; ratios are more stable (interleaved).",
-              f"- Versions: Python {versions['python']}, Django {versions['django']}, PostgreSQL "
-              f"{versions['postgres_server']} (shared_buffers {env['postgres_settings']['shared_buffers']}, work_mem "
-              f"{env['postgres_settings']['work_mem']}, jit {env['postgres_settings']['jit']}), pgvector "
-              f"{versions['pgvector']}, psycopg {versions['psycopg']}, gunicorn {versions['gunicorn']}, torch "
-              f"{versions['torch']}, sentence-transformers {versions['sentence_transformers']}.",
-              f"- Commit {git['commit']} ({git['branch']})" + (
-                  f", working tree dirty ({len(git['modified_tracked_files'])} modified tracked files)."
-                  if git["dirty"] else "."), ""]
-    return "\n".join(lines)
+        lines += _report_size(int(size_key), out)
+    return "\n".join(lines + _report_method(results["environment"]))
+
+
+def _report_size(size: int, out: dict) -> list[str]:
+    """The report's section of one corpus size."""
+    build = out["build"]
+    lines = [f"## {size:,} records", ""]
+    if build.get("reused"):
+        lines.append(f"Corpus reused from database `{build.get('database')}` (built {build.get('built_at')} "
+                     f"in {build.get('build_seconds', 0):.0f} s).")
+    else:
+        embeddings = build["embeddings"]
+        computed = "from cache" if embeddings["hit"] else f"computed in {embeddings['seconds']:.0f} s"
+        lines.append(f"Corpus built in {build['build_seconds']:.0f} s (embeddings {computed}"
+                     f", ingest {build['ingest_seconds']:.0f} s, COPY {build['copy_seconds']:.0f} s, HNSW index "
+                     f"{build['index_seconds']:.0f} s, VACUUM ANALYZE {build['vacuum_analyze_seconds']:.0f} s).")
+    lines += [f"{out['queries']} queries × {out['iterations']} iterations per measure "
+              f"(samples: {', '.join(repr(q) for q in out['query_samples'][:4])}, ...).", ""]
+    lines += ["| search | service p50 | p95 | p99 | warm p50 | warm p95 | baseline | baseline p50 | p95 | "
+              "ratio p50 | ratio p95 | baseline agrees |",
+              "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|"]
+    for row in out["searches"] + out["multi"] + out["graph"]:
+        s, b = row["service"], row["baseline"]
+        name = row["name"] + (f" (mean {row['paths_mean']:.0f} paths, {100 * row['truncated_fraction']:.0f}% "
+                              f"truncated at {row['limit']})" if row["kind"] == "graph" else "")
+        w = row["service_warm"]
+        lines.append(f"| {name} | {_ms(s['p50_ms'])} | {_ms(s['p95_ms'])} | {_ms(s['p99_ms'])} | "
+                     f"{_ms(w['p50_ms'])} | {_ms(w['p95_ms'])} | {row['baseline_label']} | "
+                     f"{_ms(b['p50_ms'])} | {_ms(b['p95_ms'])} | {row['ratio_p50']:.2f} | "
+                     f"{row['ratio_p95']:.2f} | {row.get('baseline_agrees', '—')} |")
+    lines.append("")
+    lines.append("Combined searches beside the single hybrid search "
+                 "(service p50 / single hybrid p50): " + ", ".join(
+        f"{row['name']} {row['ratio_to_single_hybrid_p50']:.2f}×" for row in out["multi"]) + ".")
+    emb = out["embedding"]
+    lines += ["", f"Query embedding (excluded above): `embed_query` p50 {_ms(emb['service']['p50_ms'])} ms, p95 "
+              f"{_ms(emb['service']['p95_ms'])} ms; raw `SentenceTransformer.encode` p50 "
+              f"{_ms(emb['baseline']['p50_ms'])} ms, p95 {_ms(emb['baseline']['p95_ms'])} ms; ratio p50 "
+              f"{emb['ratio_p50']:.2f}.",
+              *([f"With torch limited to 1 intra-op thread: `embed_query` p50 "
+                 f"{_ms(out['embedding_one_thread']['service']['p50_ms'])} ms, p95 "
+                 f"{_ms(out['embedding_one_thread']['service']['p95_ms'])} ms; raw encode p50 "
+                 f"{_ms(out['embedding_one_thread']['baseline']['p50_ms'])} ms (default: "
+                 f"{out['embedding']['torch_threads']} threads)."] if "embedding_one_thread" in out else []),
+              f"Eager touch-on-read (without a broker, runs in the request): p50 "
+              f"{_ms(out['touch_on_read_eager']['p50_ms'])} ms per search.", ""]
+    lines += ["Targets" + ("" if size == TARGET_SIZE
+                           else f" (set for {TARGET_SIZE:,} records; shown for reference)")
+              + ":", ""]
+    for target in out["targets"]:
+        lines.append(f"- {target['target']}: {target['value']:.2f} — {'met' if target['met'] else '**missed**'}")
+    lines += ["", "Findings:", "", *[f"- {finding}" for finding in findings(out)]]
+    lines += ["", "Where the time goes: mean wall ms per request, in parentheses the CPU ms this process spent "
+              "(the rest of the wall time is PostgreSQL, the network and waiting for a CPU); one instrumented "
+              "pass. Combined searches sum their source threads' stage times.", "",
+              "| stage | " + " | ".join(out["stages"]) + " |", "|---|" + "---:|" * len(out["stages"])]
+    stage_names = [s[0] for s in STAGES] + ["other (unattributed)"]
+    for stage in stage_names:
+        cells = [out["stages"][label]["stages"].get(stage) for label in out["stages"]]
+        if all(c is None or abs(c["mean_ms"]) < 0.005 for c in cells):
+            continue
+        lines.append(f"| {stage} | " + " | ".join(
+            "—" if c is None else f"{_ms(c['mean_ms'])} ({_ms(c['cpu_mean_ms'])})" for c in cells) + " |")
+    lines.append("| **total** | " + " | ".join(f"{_ms(v['total_mean_ms'])} ({_ms(v['process_cpu_mean_ms'])})"
+                                              for v in out["stages"].values()) + " |")
+    lines.append("| SQL statements per request (baseline: the channel queries) | " + " | ".join(
+        "—" if v["sql_statements_per_request"] is None else f"{v['sql_statements_per_request']:.0f}"
+        for v in out["stages"].values()) + " |")
+    vector_plan = out["explain"]["vector"]
+    lines += ["", f"Vector candidate query uses the HNSW index: "
+                  f"**{'yes' if vector_plan['uses_hnsw_index'] else 'NO'}**"
+              f" (EXPLAIN ANALYZE, query {vector_plan['query']!r}):", "", "```",
+              *vector_plan["plan"], "```", "",
+              "Text channel baseline plan (the exact scan the lexical index replaces):", "", "```",
+              *out["explain"]["text"]["plan"],
+              "```", ""]
+    if out.get("throughput"):
+        lines += _report_throughput(out["throughput"])
+    return lines
+
+
+def _report_throughput(throughput: dict) -> list[str]:
+    """The throughput table through gunicorn and the workers' resident memory."""
+    lines = [f"Throughput: {throughput['server']}; {throughput['request']}.", "",
+             "| clients | search req/s | search p50 ms | search p95 ms | health req/s | health p50 ms | "
+             "ratio (search/health) | errors |", "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in throughput["rounds"]:
+        s, h = row["search"], row["health"]
+        lines.append(f"| {row['clients']} | {s['requests_per_s']:.1f} | {_ms(s['latency']['p50_ms'])} | "
+                     f"{_ms(s['latency']['p95_ms'])} | {h['requests_per_s']:.0f} | "
+                     f"{_ms(h['latency']['p50_ms'])} "
+                     f"| {row['ratio_rps']:.3f} | {s['errors'] + h['errors']} |")
+    for row in throughput.get("rounds_omp_one_thread", []):
+        s = row["search"]
+        lines.append(f"| {row['clients']} (OMP_NUM_THREADS=1) | {s['requests_per_s']:.1f} | "
+                     f"{_ms(s['latency']['p50_ms'])} | {_ms(s['latency']['p95_ms'])} | (as above) | | "
+                     f"{row['ratio_rps']:.3f} | {s['errors']} |")
+    memory = throughput["memory"]
+    lines += ["", f"Resident memory per gunicorn worker: "
+                  f"{', '.join(f'{v:.0f}' for v in memory['worker_rss_mib_after_health'].values())} "
+                  f"MiB after /health only; "
+              f"{', '.join(f'{v:.0f}' for v in memory['worker_rss_mib_model_loaded'].values())} MiB with the "
+              f"model loaded; {', '.join(f'{v:.0f}' for v in memory['worker_rss_mib_end'].values())} MiB at "
+              f"the end; baseline `python -c \"import django\"` {memory['bare_django_rss_mib']:.0f} MiB "
+              f"(ratio {memory['ratio']:.1f}).", ""]
+    return lines
+
+
+def _report_method(env: dict) -> list[str]:
+    machine, versions, git = env["machine"], env["versions"], env["git"]
+    return ["## Method and caveats", "",
+            "- Corpus: `bench/corpus.py` `make_records(size, seed)` into a `main` collection without required "
+            f"processors, plus `deps` links: {setup.GRAPH_NODES:,} services "
+            f"(as many as records in a smaller corpus), "
+            f"{setup.GRAPH_OUT_DEGREE} outgoing links each. Built once per size "
+            "into its own database by a shortcut: records through the ingest service (`record_ingest_batch`, "
+            "batches of 100), then their real MiniLM vectors (computed once with the service's `embed_texts`, "
+            "cached in `bench/.cache/`) COPYed into `catalog_app_recordembedding`, the space's HNSW index built, "
+            "VACUUM ANALYZE. The ingest path itself is measured by `bench/ingest.py`.",
+            "- Graph: 3 links per node (not more) because `MAX_GRAPH_PATHS` (100) caps a walk: at 5 links per "
+            "node a depth-3 walk is already truncated inside level 3, so depth 4 would never be queried.",
+            "- Baselines replay the statements the backend issued for the same request (captured text and "
+            "parameters) on a plain psycopg connection; their ids are compared to the service's candidates "
+            "('baseline agrees'). The service additionally reloads the candidates canonically, rechecks, ranks, "
+            "fuses, renders and serialises: that is what the ratio prices.",
+            f"- Machine: {machine['cores']} cores ({machine['cpu']}), {machine['memory_gib']} GiB; load average at "
+            f"start {machine['load_average_at_start']} — this machine was shared with other work while the "
+            "benchmark ran, so absolute figures are noisy; ratios are more stable (interleaved).",
+            f"- Versions: Python {versions['python']}, Django {versions['django']}, PostgreSQL "
+            f"{versions['postgres_server']} (shared_buffers {env['postgres_settings']['shared_buffers']}, work_mem "
+            f"{env['postgres_settings']['work_mem']}, jit {env['postgres_settings']['jit']}), pgvector "
+            f"{versions['pgvector']}, psycopg {versions['psycopg']}, gunicorn {versions['gunicorn']}, torch "
+            f"{versions['torch']}, sentence-transformers {versions['sentence_transformers']}.",
+            f"- Commit {git['commit']} ({git['branch']})" + (
+                f", working tree dirty ({len(git['modified_tracked_files'])} modified tracked files)."
+                if git["dirty"] else "."), ""]
 
 
 def plot(results: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     sizes = list(results["sizes"])
-    fig, axes = plt.subplots(2, 2, figsize=(15, 10))
+    with harness.figure(path, 2, 2, figsize=(15, 10)) as (_, axes):
+        _plot_searches(axes[0][0], results, sizes)
+        _plot_graph(axes[0][1], results, sizes)
+        _plot_throughput(axes[1][0], results, sizes)
+        _plot_stages(axes[1][1], results, sizes)
+
+
+def _plot_searches(ax, results: dict, sizes: list[str]) -> None:
+    """Single searches, multi-source and the view: service beside baseline p50."""
     width = 0.8 / (2 * len(sizes))
-    # 1. single searches, multi-source and view: service vs baseline p50
-    ax = axes[0][0]
     for si, size in enumerate(sizes):
         rows = results["sizes"][size]["searches"] + results["sizes"][size]["multi"]
         names = [r["name"].replace(" (RRF)", "").replace("view events_and_facts (2 sources)", "view (2 src)")
@@ -1070,8 +1083,9 @@ def plot(results: dict, path: Path) -> None:
     ax.set_ylabel("p50 ms (server-side)")
     ax.set_title("Searches: service vs raw candidate SQL (p50)")
     ax.legend(fontsize=8)
-    # 2. graph depth
-    ax = axes[0][1]
+
+
+def _plot_graph(ax, results: dict, sizes: list[str]) -> None:
     for size in sizes:
         rows = results["sizes"][size]["graph"]
         ax.plot([r["depth"] for r in rows], [r["service"]["p50_ms"] for r in rows], marker="o",
@@ -1083,8 +1097,9 @@ def plot(results: dict, path: Path) -> None:
     ax.set_xticks(list(GRAPH_DEPTHS))
     ax.set_title(f"Graph views (limit {GRAPH_LIMIT}) vs recursive CTE")
     ax.legend(fontsize=8)
-    # 3. throughput
-    ax = axes[1][0]
+
+
+def _plot_throughput(ax, results: dict, sizes: list[str]) -> None:
     for size in sizes:
         throughput = results["sizes"][size].get("throughput")
         if not throughput:
@@ -1104,10 +1119,14 @@ def plot(results: dict, path: Path) -> None:
     ax.set_ylabel("requests/s")
     ax.set_title("Throughput through gunicorn")
     ax.legend(fontsize=8)
-    # 4. stage breakdown of the single searches
-    ax = axes[1][1]
+
+
+def _plot_stages(ax, results: dict, sizes: list[str]) -> None:
+    """The stage breakdown of the single searches, stacked."""
+    import matplotlib
+
     stage_names = [s[0] for s in STAGES if s[2] is None] + ["other (unattributed)"]
-    colors = plt.get_cmap("tab20").colors
+    colors = matplotlib.colormaps["tab20"].colors
     labels = []
     bottoms = []
     for size in sizes:
@@ -1125,9 +1144,6 @@ def plot(results: dict, path: Path) -> None:
     ax.set_ylabel("mean ms per request")
     ax.set_title("Where the time goes (single searches, wall ms)")
     ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1136,7 +1152,7 @@ def plot(results: dict, path: Path) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, action="append", help="corpus size (repeatable; default 10000)")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results", help="results directory")
+    harness.add_out_argument(parser)
     parser.add_argument("--rebuild", action="store_true", help="drop and rebuild the corpus database(s)")
     parser.add_argument("--iterations", type=int, default=5, help="timed passes over the queries (default 5)")
     parser.add_argument("--queries", type=int, default=50, help="query texts (default 50, at least 5)")
@@ -1152,7 +1168,7 @@ def main(argv=None) -> int:
                         help="gunicorn sync workers (default: cores)")
     parser.add_argument("--database-prefix", default="memseek_bench",
                         help="corpus databases are PREFIX_<size> on the configured server (default memseek_bench)")
-    parser.add_argument("--seed", type=int, default=setup.SEED)
+    harness.add_seed_argument(parser, setup.SEED)
     parser.add_argument("--cache", type=Path, default=setup.CACHE,
                         help="directory of the cached vectors and build info (default bench/.cache)")
     parser.add_argument("--drop", action="store_true",
@@ -1167,7 +1183,7 @@ def main(argv=None) -> int:
 
     setup.django_setup()
     started = time.perf_counter()
-    results = {"started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    results = {"started_at": harness.now(),
                "environment": setup.environment(),
                "parameters": {"sizes": args.size, "iterations": args.iterations, "queries": args.queries,
                               "k": K, "clients": args.clients, "throughput_seconds": args.throughput_seconds,
@@ -1177,15 +1193,7 @@ def main(argv=None) -> int:
     for size in args.size:
         results["sizes"][str(size)] = run_size(args, size)
     results["seconds"] = time.perf_counter() - started
-    results["environment"]["machine"]["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
-
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "search.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
-    report = markdown_report(results)
-    (args.out / "search.md").write_text(report)
-    plot(results, args.out / "search.png")
-    print(report)
-    log(f"wrote {args.out / 'search.json'}, {args.out / 'search.md'} and {args.out / 'search.png'}")
+    harness.publish(results, out=args.out, name="search", report=markdown_report, plot=plot)
     return 0
 
 

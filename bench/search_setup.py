@@ -33,6 +33,8 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memseek_site.settings")
 
 
+from bench.harness import in_turn, log, package_version  # noqa: E402
+
 CACHE = ROOT / "bench" / ".cache"
 SEARCH_CATALOG = ROOT / "bench" / "catalogs" / "search"
 SEED = 7
@@ -40,10 +42,6 @@ BATCH = 100
 GRAPH_NODES = 1000
 GRAPH_OUT_DEGREE = 3
 GRAPH_PREDICATES = ("depends_on", "calls", "imports")
-
-
-def log(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def progress(iterable=None, *, total=None, desc: str = "", unit: str = "it"):
@@ -115,9 +113,7 @@ def environment() -> dict:
 
 
 def gunicorn_version() -> str | None:
-    from bench.ingest import _version
-
-    return _version("gunicorn")
+    return package_version("gunicorn")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -453,14 +449,12 @@ def build_corpus(size: int, *, database: str, rebuild: bool = False, seed: int =
     is ``model`` (MiniLM of each text) or ``words`` (``word_mean_embeddings``; give such a corpus
     its own database). Returns ``{"workspace", "key", "build", "items"}``; ``key`` is a fresh API
     key of the workspace."""
-    from django.db import connection, transaction
+    from django.db import connection
 
-    from bench.corpus import batches
     from catalog_app.catalog.runtime import catalog_for_workspace
     from catalog_app.models import Workspace
     from catalog_app.services.catalog_load import catalog_load
-    from catalog_app.services.embedding_index import embedding_index_name, embedding_space_ensure_index
-    from catalog_app.services.record_ingest import record_ingest_batch
+    from catalog_app.services.embedding_index import embedding_index_name
     from catalog_app.services.workspaces import api_key_create, workspace_create
 
     info_path = cache / f"build-{database}.json"
@@ -499,14 +493,7 @@ def build_corpus(size: int, *, database: str, rebuild: bool = False, seed: int =
     build["vectors"] = vectors
 
     phase = time.perf_counter()
-    bar = progress(total=len(items) + len(links), desc=f"ingest {size} records + {len(links)} links", unit="rec")
-    for batch in batches(items, BATCH) + batches(links, BATCH):
-        result = record_ingest_batch(workspace=workspace, items=batch)
-        if len(result.inserted) != len(batch):
-            raise RuntimeError(f"ingest inserted {len(result.inserted)} of {len(batch)} "
-                               f"(duplicates: {result.duplicates})")
-        bar.update(len(batch))
-    bar.close()
+    _ingest(workspace, items, links)
     build["ingest_seconds"] = time.perf_counter() - phase
 
     # catalog_load created the space's HNSW index on the empty table; inserting 10^5 vectors
@@ -519,20 +506,7 @@ def build_corpus(size: int, *, database: str, rebuild: bool = False, seed: int =
     _copy_embeddings(workspace.pk, config.space, matrix, row_of)
     build["copy_seconds"] = time.perf_counter() - phase
 
-    phase = time.perf_counter()
-    # The build's memory for this one transaction: a session SET behind a transaction pooler would
-    # stay with whichever server session ran it (docs/scaling.md).
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SELECT set_config('maintenance_work_mem', '1GB', true)")
-        embedding_space_ensure_index(config.space, config.dimensions)
-    build["index_seconds"] = time.perf_counter() - phase
-    build["index"] = embedding_index_name(config.space)
-
-    phase = time.perf_counter()
-    with connection.cursor() as cursor:
-        for table in ("catalog_app_record", "catalog_app_recordembedding"):
-            cursor.execute(f"VACUUM (ANALYZE) {table}")
-    build["vacuum_analyze_seconds"] = time.perf_counter() - phase
+    build.update(_index_and_analyze(config))
     build["build_seconds"] = time.perf_counter() - started
     build["state"] = state = corpus_state(workspace)
     if not _complete(state, size, config.space):
@@ -541,6 +515,44 @@ def build_corpus(size: int, *, database: str, rebuild: bool = False, seed: int =
     info_path.write_text(json.dumps(build, indent=2) + "\n")
     log(f"built {name} in {build['build_seconds']:.0f}s: {state}")
     return {"workspace": workspace, "key": key, "build": build, "items": items}
+
+
+def _ingest(workspace, items: list[dict], links: list[dict]) -> None:
+    """The corpus's records, then its links, through the ingest service in batches of ``BATCH``."""
+    from bench.corpus import batches
+    from catalog_app.services.record_ingest import record_ingest_batch
+
+    bar = progress(total=len(items) + len(links), desc=f"ingest {len(items)} records + {len(links)} links",
+                   unit="rec")
+    for batch in batches(items, BATCH) + batches(links, BATCH):
+        result = record_ingest_batch(workspace=workspace, items=batch)
+        if len(result.inserted) != len(batch):
+            raise RuntimeError(f"ingest inserted {len(result.inserted)} of {len(batch)} "
+                               f"(duplicates: {result.duplicates})")
+        bar.update(len(batch))
+    bar.close()
+
+
+def _index_and_analyze(config) -> dict:
+    """Build the space's HNSW index, then VACUUM ANALYZE the two tables; returns their seconds and
+    the index name for the build info."""
+    from django.db import connection, transaction
+
+    from catalog_app.services.embedding_index import embedding_index_name, embedding_space_ensure_index
+
+    phase = time.perf_counter()
+    # The build's memory for this one transaction: a session SET behind a transaction pooler would
+    # stay with whichever server session ran it (docs/scaling.md).
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT set_config('maintenance_work_mem', '1GB', true)")
+        embedding_space_ensure_index(config.space, config.dimensions)
+    timings = {"index_seconds": time.perf_counter() - phase, "index": embedding_index_name(config.space)}
+    phase = time.perf_counter()
+    with connection.cursor() as cursor:
+        for table in ("catalog_app_record", "catalog_app_recordembedding"):
+            cursor.execute(f"VACUUM (ANALYZE) {table}")
+    timings["vacuum_analyze_seconds"] = time.perf_counter() - phase
+    return timings
 
 
 def _copy_embeddings(workspace_id: int, space: str, matrix, row_of: dict) -> None:
@@ -637,7 +649,7 @@ def _measure_query_embedding(config, workspace_id: int, texts: list[str], desc: 
         for index, text in enumerate(progress(texts, desc=f"{desc}, pass {iteration + 1}", unit="q")):
             pair = [("service", lambda: embed_query(config, text, workspace_id=workspace_id)),
                     ("raw", lambda: raw(text))]
-            for name, call in (pair if (iteration + index) % 2 == 0 else pair[::-1]):
+            for name, call in in_turn(pair, iteration + index):
                 started = time.perf_counter()
                 value = call()
                 (service if name == "service" else baseline).append(time.perf_counter() - started)

@@ -35,7 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.search_setup import log  # noqa: E402
+from bench import harness  # noqa: E402
+from bench.harness import log  # noqa: E402
 
 # Resident memory no gunicorn or Celery process may exceed during the soak (MiB): the bundled
 # model and torch take most of it; a body that makes work grow without bound crosses it.
@@ -58,10 +59,10 @@ def parse_args(argv):
     parser.add_argument("--database-down-seconds", type=float, default=5)
     parser.add_argument("--clients", type=int, default=4, help="client threads sending the generated bodies")
     parser.add_argument("--rss-ceiling-mib", type=float, default=RSS_CEILING_MIB)
-    parser.add_argument("--seed", type=int, default=20)
+    harness.add_seed_argument(parser, 20)
     parser.add_argument("--skip", default="", help="comma-separated phases to leave out: "
                                                    "transport,bodies,schemathesis,load")
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
+    harness.add_out_argument(parser)
     args = parser.parse_args(argv)
     for name, value in (QUICK if args.quick else FULL).items():
         if getattr(args, name) is None:

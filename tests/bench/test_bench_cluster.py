@@ -21,7 +21,7 @@ def test_cluster_bench_on_a_tiny_corpus(tmp_path):
     if reason:
         pytest.skip(reason)
     out = tmp_path / "cluster"
-    subprocess.run([sys.executable, "manage.py", "bench", "cluster", "--records", "20", "--clients", "2",
+    subprocess.run([sys.executable, "-m", "bench", "cluster", "--records", "20", "--clients", "2",
                     "--seconds", "2", "--ready-records", "20", "--out", str(out)], cwd=ROOT, check=True, timeout=900)
 
     result = json.loads(out.with_suffix(".json").read_text())

@@ -22,7 +22,7 @@ pytestmark = [
 
 def test_failover_bench_on_a_few_commits(tmp_path):
     out = tmp_path / "failover"
-    subprocess.run([sys.executable, "manage.py", "bench", "failover", "--commits", "20", "--threads", "2",
+    subprocess.run([sys.executable, "-m", "bench", "failover", "--commits", "20", "--threads", "2",
                     "--seconds", "1", "--blocks", "2", "--out", str(out)], cwd=ROOT, check=True, timeout=600,
                    env={**os.environ, "OMP_NUM_THREADS": "1"})
 
