@@ -253,7 +253,9 @@ def bench_workspace(label: str, catalog_dir: Path, *, keep: bool, workers: int, 
         log(f"workspace {workspace.name} (catalog {shown}); starting gunicorn with {workers} worker(s)")
         server = Server(workers=workers, env={"DATABASE_URL": database_url(connection.settings_dict),
                                               "DJANGO_SETTINGS_MODULE": "memseek_site.settings",
-                                              "TOUCH_ON_READ": "false", "OMP_NUM_THREADS": str(torch_threads)})
+                                              "TOUCH_ON_READ": "false", "OMP_NUM_THREADS": str(torch_threads),
+                                              # so each worker preloads the runtime it will embed with
+                                              **({"EMBEDDING_RUNTIME": runtime} if runtime else {})})
         yield BenchWorkspace(workspace, key, Api(server, key))
     finally:
         if server is not None:
