@@ -33,7 +33,10 @@ with at least one matched evidence turn are reported beside it.
 
 Writes ``locomo.json``, ``locomo.md``, ``locomo.png`` (recall@k per configuration with the
 DRAGON points) and ``locomo_categories.png`` (recall@10 per category) to ``--out``.
-``--size N`` uses only the first N conversations.
+``--size N`` uses only the first N conversations. ``--configs NAME@RUNTIME`` (e.g.
+``example@onnx-int8``) asks NAME of a second workspace whose turns and questions embed with that
+runtime (the same turns ingested again), and reports it against NAME on the process's runtime
+(``EMBEDDING_RUNTIME``, torch by default) with paired bootstrap intervals, overall and per category.
 """
 from __future__ import annotations
 
@@ -49,7 +52,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import harness  # noqa: E402
 from bench.quality_common import (ROOT, Configuration, add_configs_argument, bench_workspace,  # noqa: E402
-                                  bm25s_plain, bm25s_stemmed, brute_force, ensure_migrated, environment,
+                                  bm25s_plain, bm25s_stemmed, brute_force, by_runtime, ensure_migrated, environment,
+                                  paired_bootstrap, run_on_runtimes, runtime_differences, runtime_markdown,
                                   environment_line, ingest, ir_metrics, ir_run, log, markdown_table, query_vectors,
                                   rrf, run_configuration, selected_configurations, set_torch_threads,
                                   sha256_of, stored_embeddings, wait_ready, write_json)
@@ -289,6 +293,16 @@ def markdown(result: dict) -> str:
              f"{entry['recall']['10']['overall']:.1f}"]
             for name, entry in {**result["configurations"], **result["baselines"]}.items()]
     lines.append(markdown_table(header, rows))
+    comparison = result.get("runtime_bootstrap")
+    lines += runtime_markdown(comparison, ", in points")
+    if comparison:
+        lines += ["", "Recall@10 by category, difference to the same configuration on "
+                  f"{comparison['against_runtime']} (points, paired bootstrap 95% interval):", ""]
+        header = ["config", *(f"{label} ({counts[label]})" for label in labels)]
+        rows = [[f"`{name}`", *(f"{d['mean']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]"
+                               for d in (diff["categories"][label] for label in labels))]
+                for name, diff in comparison["differences"].items()]
+        lines.append(markdown_table(header, rows))
     lines += ["", "## Target", ""]
     target = result["target"]
     lines.append(f"- Evidence recall@10 of the best configuration (`{target['config']}`): {target['value']:.1f} vs "
@@ -328,7 +342,7 @@ def main(argv=None) -> int:
     if args.size is not None and args.size < 1:
         parser.error("--size must be positive")
 
-    selected = selected_configurations(parser, CONFIGURATIONS, args.configs)
+    selected, elsewhere = by_runtime(selected_configurations(parser, CONFIGURATIONS, args.configs))
 
     started = time.perf_counter()
     started_at = harness.now()
@@ -427,6 +441,15 @@ def main(argv=None) -> int:
         timings["baselines_s"] = time.perf_counter() - baseline_started
         cleanup_started = time.perf_counter()
     timings["cleanup_s"] = time.perf_counter() - cleanup_started
+    if elsewhere:  # NAME@RUNTIME on another runtime: the same turns in a workspace of its own
+        other_runs, result["runtimes"] = run_on_runtimes(
+            "locomo", CATALOG, [t["item"] for t in turns], [t["dia_id"] for t in turns],
+            [(q["qid"], q["question"], q["entity"]) for q in questions], elsewhere, keep=args.keep,
+            workers=args.workers, torch_threads=args.torch_threads)
+        for config in (c for configs in elsewhere.values() for c in configs):
+            runs[config.name] = other_runs[config.name].ranked
+            configurations[config.name] = {**config.describe(), "latency": other_runs[config.name].latency(),
+                                           **evaluate(runs[config.name], questions, known)}
 
     result["configurations"] = configurations
     result["baselines"] = baselines
@@ -445,6 +468,15 @@ def main(argv=None) -> int:
                     for name, entry in (*configurations.items(), *baselines.items())}
     result["per_question"] = {"qids": qids, "recall@10": {name: [round(values[qid], 4) for qid in qids]
                                                           for name, values in per_question.items()}}
+    comparison = runtime_differences(per_question, qids, "evidence recall@10", scale=100.0)
+    if comparison:
+        for name, diff in comparison["differences"].items():
+            diff["categories"] = {
+                f"{number} {label}": paired_bootstrap(
+                    [100 * per_question[name][q["qid"]] for q in questions if q["category"] == number],
+                    [100 * per_question[diff["against"]][q["qid"]] for q in questions if q["category"] == number])
+                for number, label in CATEGORIES.items()}
+        result["runtime_bootstrap"] = comparison
     timings["total_s"] = time.perf_counter() - started
     result["timings"] = {key: round(val, 2) for key, val in timings.items()}
     args.out.mkdir(parents=True, exist_ok=True)

@@ -19,6 +19,7 @@ embeddings for the brute-force baseline, and writing ``NAME.json`` / ``NAME.md``
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -162,8 +163,11 @@ class BenchWorkspace:
 
 
 @contextlib.contextmanager
-def bench_workspace(label: str, catalog_dir: Path, *, keep: bool, workers: int, torch_threads: int = 1):
-    """A fresh workspace ``bench-<label>-<stamp>`` with ``catalog_dir`` loaded, and the service
+def bench_workspace(label: str, catalog_dir: Path, *, keep: bool, workers: int, torch_threads: int = 1,
+                    runtime: str | None = None):
+    """A fresh workspace ``bench-<label>-<stamp>`` with ``catalog_dir`` loaded (and, with
+    ``runtime``, switched to that runtime while still empty, so every record and query of it
+    embeds with that runtime: ``reembed_switch``, docs/encoder.md), and the service
     under test: gunicorn with ``workers`` sync workers of ``torch_threads`` torch threads each,
     on this process's database, ``TOUCH_ON_READ`` off (returned records would otherwise get
     ``last_accessed`` updated, and the default rank expressions read ``age_hours(last_accessed)``,
@@ -178,12 +182,18 @@ def bench_workspace(label: str, catalog_dir: Path, *, keep: bool, workers: int, 
     server = None
     try:
         catalog_load(workspace=workspace, directory=catalog_dir)
+        if runtime is not None:
+            from catalog_app.services.reembed import reembed_switch
+
+            reembed_switch(workspace, runtime)
         workspace.refresh_from_db()
         shown = catalog_dir.relative_to(ROOT) if catalog_dir.is_relative_to(ROOT) else catalog_dir
         log(f"workspace {workspace.name} (catalog {shown}); starting gunicorn with {workers} worker(s)")
         server = Server(workers=workers, env={"DATABASE_URL": database_url(connection.settings_dict),
                                               "DJANGO_SETTINGS_MODULE": "memseek_site.settings",
-                                              "TOUCH_ON_READ": "false", "OMP_NUM_THREADS": str(torch_threads)})
+                                              "TOUCH_ON_READ": "false", "OMP_NUM_THREADS": str(torch_threads),
+                                              # so each worker preloads the runtime it will embed with
+                                              **({"EMBEDDING_RUNTIME": runtime} if runtime else {})})
         yield BenchWorkspace(workspace, key, Api(server, key))
     finally:
         if server is not None:
@@ -247,7 +257,8 @@ def stored_embeddings(workspace, record_ids: list[str]):
 
     from catalog_app.models import RecordEmbedding
 
-    rows = dict(RecordEmbedding.objects.filter(workspace=workspace, record_id__in=record_ids)
+    rows = dict(RecordEmbedding.objects.filter(workspace=workspace, record_id__in=record_ids,
+                                               space=_serving_embedding(workspace).space)
                 .values_list("record_id", "embedding"))
     rows = {str(key): value for key, value in rows.items()}
     missing = [rid for rid in record_ids if rid not in rows]
@@ -261,13 +272,20 @@ def query_vectors(workspace, texts: list[str], *, desc: str):
     workspace's embedding configuration), one call per query."""
     import numpy as np
 
-    from catalog_app.catalog.runtime import catalog_for_workspace
     from catalog_app.embedding import embed_query
 
-    config = catalog_for_workspace(workspace).value("models", "models").embedding
+    config = _serving_embedding(workspace)
     return np.asarray([embed_query(config, text, workspace_id=workspace.pk)
                        for text in progress(texts, desc=desc, unit="q")],
                       dtype=np.float32)
+
+
+def _serving_embedding(workspace):
+    """The workspace's embedding configuration on the runtime it serves from."""
+    from catalog_app.catalog.runtime import catalog_for_workspace
+    from catalog_app.embedding_serving import serving_config
+
+    return serving_config(workspace.pk, catalog_for_workspace(workspace).value("models", "models").embedding)
 
 
 # --------------------------------------------------------------------------------------------
@@ -286,6 +304,11 @@ class Configuration:
     group: str = "service"
     note: str = ""
     extra: bool = False  # a tuned variant kept for exploration: run with --configs NAME or all
+    runtime: str | None = None  # --configs NAME@RUNTIME: asked of a workspace served by that runtime
+
+    def on_runtime(self, runtime: str) -> Configuration:
+        return dataclasses.replace(self, name=f"{self.name}@{runtime}", label=f"{self.label}; {runtime} runtime",
+                                   runtime=runtime)
 
     def request(self, q: str, entity: str | None = None) -> tuple[str, dict]:
         body = _fill(self.template, {"q": q, "entity": entity})
@@ -302,6 +325,8 @@ class Configuration:
             out["search"] = self.template
         if self.note:
             out["note"] = self.note
+        if self.runtime:
+            out["runtime"] = self.runtime
         return out
 
 
@@ -310,21 +335,110 @@ def add_configs_argument(parser, configurations: list[Configuration]) -> None:
     extras = ", ".join(c.name for c in configurations if c.extra)
     parser.add_argument("--configs", default=None,
                         help=f"comma list of service configurations, or all (default: {defaults}; "
-                             f"also available: {extras or 'none'})")
+                             f"also available: {extras or 'none'}); NAME@RUNTIME (torch, onnx, onnx-int8) asks "
+                             "NAME of a workspace served by that embedding runtime")
 
 
 def selected_configurations(parser, configurations: list[Configuration], value: str | None) -> list[Configuration]:
     """The configurations ``--configs`` names (all of them for ``all``; by default every one
-    not marked ``extra``), in definition order."""
+    not marked ``extra``), in definition order, then the ``NAME@RUNTIME`` ones in the order given."""
+    from catalog_app.onnx_encoder import RUNTIMES
+
     if value is None:
         return [c for c in configurations if not c.extra]
-    wanted = [name.strip() for name in value.split(",") if name.strip()]
+    wanted = list(dict.fromkeys(name.strip() for name in value.split(",") if name.strip()))
     if wanted == ["all"]:
         return list(configurations)
-    unknown = sorted(set(wanted) - {c.name for c in configurations})
+    by_name = {c.name: c for c in configurations}
+    unknown = sorted({name.split("@", 1)[0] for name in wanted} - set(by_name))
     if unknown:
         parser.error(f"unknown configuration(s) {', '.join(unknown)}")
-    return [c for c in configurations if c.name in wanted]
+    runtimes = sorted({name.split("@", 1)[1] for name in wanted if "@" in name} - set(RUNTIMES))
+    if runtimes:
+        parser.error(f"unknown runtime(s) {', '.join(runtimes)} (one of {', '.join(RUNTIMES)})")
+    return [c for c in configurations if c.name in wanted] + [
+        by_name[stem].on_runtime(runtime) for stem, runtime in (name.split("@", 1) for name in wanted if "@" in name)]
+
+
+def process_runtime() -> str:
+    """The embedding runtime of this process's settings: the bench's own workspace serves from it."""
+    from memseek_site.conf import memseek_setting
+
+    return memseek_setting("EMBEDDING_RUNTIME")
+
+
+def by_runtime(selected: list[Configuration]) -> tuple[list[Configuration], dict[str, list[Configuration]]]:
+    """``(asked of the bench's workspace, {other runtime: configurations})``: a ``NAME@RUNTIME``
+    on the process's own runtime runs in the bench's workspace, any other in one of its own."""
+    here, elsewhere = [], {}
+    for config in selected:
+        if config.runtime in (None, process_runtime()):
+            here.append(config)
+        else:
+            elsewhere.setdefault(config.runtime, []).append(config)
+    return here, elsewhere
+
+
+def run_on_runtimes(label: str, catalog_dir: Path, items: list[dict], keys: list[str],
+                    questions: list[tuple[str, str, str | None]], elsewhere: dict[str, list[Configuration]], *,
+                    keep: bool, workers: int, torch_threads: int) -> tuple[dict, dict]:
+    """Per runtime of ``elsewhere``: a fresh workspace of ``catalog_dir`` served by it, the same
+    ``items`` ingested, its configurations asked. Returns ``({config name: (RunResult with
+    record ids replaced by the item's key)}, {runtime: timings})``."""
+    runs, timings = {}, {}
+    for runtime, configs in elsewhere.items():
+        with bench_workspace(f"{label}-{runtime}", catalog_dir, keep=keep, workers=workers,
+                             torch_threads=torch_threads, runtime=runtime) as bench:
+            record_ids, ingest_s = ingest(bench.api, items, desc=f"POST /records ({runtime})", clients=workers)
+            ready_s = wait_ready(bench.workspace, len(items))
+            key_of = dict(zip(record_ids, keys))
+            started = time.perf_counter()
+            for config in configs:
+                run = run_configuration(bench.api, config, questions, workers=workers)
+                run.ranked = {qid: [key_of[r] for r in ids] for qid, ids in run.ranked.items()}
+                runs[config.name] = run
+            from catalog_app.models import RecordEmbedding
+
+            space = _serving_embedding(bench.workspace).space
+            timings[runtime] = {"records": len(items), "space": space,
+                                "vectors": RecordEmbedding.objects.filter(workspace=bench.workspace,
+                                                                          space=space).count(),
+                                "ingest_s": round(ingest_s, 2), "ready_s": round(ready_s, 2),
+                                "queries_s": round(time.perf_counter() - started, 2)}
+    return runs, timings
+
+
+def runtime_differences(per_query: dict, qids: list[str], measure: str, *, scale: float = 1.0) -> dict | None:
+    """Every ``NAME@RUNTIME`` on another runtime than the process's against the same configuration
+    on the process's runtime (``NAME@<it>``, else ``NAME``): the paired bootstrap of ``measure``
+    per query (values times ``scale``). None when no configuration runs on another runtime."""
+    home = process_runtime()
+    differences = {}
+    for name in per_query:
+        if "@" not in name or name.endswith(f"@{home}"):
+            continue
+        stem = name.split("@", 1)[0]
+        base = f"{stem}@{home}" if f"{stem}@{home}" in per_query else stem if stem in per_query else None
+        if base is None:
+            continue
+        values = [scale * per_query[name][qid] for qid in qids]
+        differences[name] = {"against": base,
+                             **paired_bootstrap(values, [scale * per_query[base][qid] for qid in qids])}
+    if not differences:
+        return None
+    return {"against_runtime": home, "measure": measure, "resamples": 2000, "seed": 0, "differences": differences}
+
+
+def runtime_markdown(comparison: dict | None, unit: str = "") -> list[str]:
+    if not comparison:
+        return []
+    lines = ["", f"## Runtimes against {comparison['against_runtime']}", "",
+             f"Paired bootstrap of {comparison['measure']} per query ({comparison['resamples']} resamples, 95% "
+             f"interval of the mean difference{unit}), each configuration against itself on "
+             f"{comparison['against_runtime']}:", ""]
+    for name, diff in comparison["differences"].items():
+        lines.append(f"- `{name}` − `{diff['against']}`: {diff['mean']:+.4f} [{diff['low']:+.4f}, {diff['high']:+.4f}]")
+    return lines
 
 
 def _fill(value, slots: dict):

@@ -25,7 +25,10 @@ Writes ``scifact.json``, ``scifact.md``, ``scifact.png`` (metrics per configurat
 ``scifact_recall.png`` (recall@k curves) to ``--out`` (default ``bench/results``). ``--size N``
 ingests only the first N abstracts (queries are then limited to those with a judged abstract
 among them, judgements restricted to them: figures are not comparable with full runs);
-``--queries N`` asks only the first N queries.
+``--queries N`` asks only the first N queries. ``--configs NAME@RUNTIME`` (e.g.
+``example@onnx-int8``) asks NAME of a second workspace whose records and queries embed with that
+runtime (the same abstracts ingested again), and reports it against NAME on the process's runtime
+(``EMBEDDING_RUNTIME``, torch by default) with a paired bootstrap interval.
 """
 from __future__ import annotations
 
@@ -39,8 +42,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import harness  # noqa: E402
 from bench.quality_common import (ROOT, Configuration, add_configs_argument, bench_workspace,  # noqa: E402
-                                  bm25s_en, bm25s_plain, bm25s_plain_scores, bm25s_stemmed, brute_force,
-                                  ensure_migrated, paired_bootstrap,
+                                  bm25s_en, bm25s_plain, bm25s_plain_scores, bm25s_stemmed, brute_force, by_runtime,
+                                  ensure_migrated, paired_bootstrap, run_on_runtimes, runtime_differences,
+                                  runtime_markdown,
                                   environment, environment_line, fmt, ingest, ir_metrics, ir_run, log, markdown_table,
                                   minmax_mix, overlap_at, query_vectors, rrf, run_configuration,
                                   selected_configurations, set_torch_threads, sha256_of, stored_embeddings, wait_ready,
@@ -316,6 +320,7 @@ def markdown(result: dict) -> str:
                      f"overlap {result['bm25_en_agreement']['overlap_at_100']:.4f}, "
                      f"top-10 {result['bm25_en_agreement']['overlap_at_10']:.4f} (records tied at the 10th "
                      "score are ordered by UUID in the service, by position in bm25s).")
+    lines += runtime_markdown(result.get("runtime_bootstrap"))
     if "paired_bootstrap" in result:
         boot = result["paired_bootstrap"]
         lines.append(f"- Paired bootstrap against `{boot['against']}` ({boot['measure']}, {boot['resamples']} "
@@ -364,7 +369,7 @@ def main(argv=None) -> int:
     if args.size is not None and args.size < 1 or args.queries is not None and args.queries < 1:
         parser.error("--size and --queries must be positive")
 
-    selected = selected_configurations(parser, CONFIGURATIONS, args.configs)
+    selected, elsewhere = by_runtime(selected_configurations(parser, CONFIGURATIONS, args.configs))
 
     started = time.perf_counter()
     started_at = harness.now()
@@ -456,6 +461,15 @@ def main(argv=None) -> int:
         timings["baselines_s"] = time.perf_counter() - baseline_started
         cleanup_started = time.perf_counter()
     timings["cleanup_s"] = time.perf_counter() - cleanup_started
+    if elsewhere:  # NAME@RUNTIME on another runtime: the same abstracts in a workspace of its own
+        other_runs, result["runtimes"] = run_on_runtimes(
+            "scifact", CATALOG, record_items(corpus), [doc["id"] for doc in corpus],
+            [(qid, text, None) for qid, text in queries], elsewhere, keep=args.keep, workers=args.workers,
+            torch_threads=args.torch_threads)
+        for config in (c for configs in elsewhere.values() for c in configs):
+            runs[config.name] = other_runs[config.name].ranked
+            configurations[config.name] = {**config.describe(), "latency": other_runs[config.name].latency(),
+                                           **evaluate(runs[config.name], qrels_list, qids)}
 
     result["configurations"] = configurations
     result["baselines"] = baselines
@@ -484,6 +498,9 @@ def main(argv=None) -> int:
             "against": DEFAULT_CONFIGURATION, "measure": "nDCG@10", "resamples": 2000, "seed": 0,
             "differences": {name: paired_bootstrap([per_query[name][qid] for qid in qids], default)
                             for name in configurations if name != DEFAULT_CONFIGURATION}}
+    comparison = runtime_differences(per_query, qids, "nDCG@10")
+    if comparison:
+        result["runtime_bootstrap"] = comparison
     result["timings"] = {key: round(value, 2) for key, value in timings.items()}
     args.out.mkdir(parents=True, exist_ok=True)
     rows = [{"name": name, **entry} for name, entry in configurations.items()]

@@ -113,3 +113,51 @@ def test_unknown_benchmark_lists_the_available_ones():
         run_bench("nope")
     assert raised.value.status == 2
     assert "scifact" in str(raised.value) and "locomo" in str(raised.value)
+
+
+def test_locomo_configuration_on_another_runtime(tmp_path):
+    """``NAME@RUNTIME`` asks NAME of a second workspace switched to that runtime while empty: its
+    turns are embedded in that runtime's space, and it is compared with NAME on the process's
+    runtime (torch) by a paired bootstrap, overall and per category."""
+    call_command("bench", "locomo", "--data", FIXTURES / "locomo_tiny.json", "--out", tmp_path,
+                 "--configs", "example@torch,example@onnx-int8")
+
+    result = json.loads((tmp_path / "locomo.json").read_text())
+    assert list(result["configurations"]) == ["example@torch", "example@onnx-int8"]
+    assert result["configurations"]["example@onnx-int8"]["runtime"] == "onnx-int8"
+    (runtime,) = result["runtimes"]
+    assert runtime == "onnx-int8"
+    assert result["runtimes"][runtime]["space"].endswith(".onnx-int8")
+    assert result["runtimes"][runtime]["vectors"] == result["runtimes"][runtime]["records"] == 12
+    per_question = dict(zip(result["per_question"]["qids"], result["per_question"]["recall@10"]["example@onnx-int8"]))
+    assert per_question["conv-tiny#0"] == 1.0  # the greyhound question still finds its turn
+    comparison = result["runtime_bootstrap"]
+    assert comparison["against_runtime"] == "torch" and list(comparison["differences"]) == ["example@onnx-int8"]
+    diff = comparison["differences"]["example@onnx-int8"]
+    assert diff["against"] == "example@torch" and diff["queries"] == 5
+    assert diff["low"] <= diff["mean"] <= diff["high"]
+    assert set(diff["categories"]) == {"1 multi-hop", "2 temporal", "3 open-domain", "4 single-hop",
+                                       "5 adversarial"}
+    assert "## Runtimes against torch" in (tmp_path / "locomo.md").read_text()
+    assert not Workspace.objects.filter(name__startswith="bench-locomo").exists()
+
+
+def test_scifact_configuration_on_a_runtime_names_it(tmp_path):
+    call_command("bench", "scifact", "--data", FIXTURES / "scifact_tiny", "--out", tmp_path,
+                 "--configs", "vector_sim,vector_sim@onnx")
+
+    result = json.loads((tmp_path / "scifact.json").read_text())
+    assert list(result["configurations"]) == ["vector_sim", "vector_sim@onnx"]
+    # fp32 ONNX computes the same vectors as torch (docs/encoder.md): the same ranking
+    assert result["configurations"]["vector_sim@onnx"]["metrics"] == result["configurations"]["vector_sim"]["metrics"]
+    diff = result["runtime_bootstrap"]["differences"]["vector_sim@onnx"]
+    assert diff["against"] == "vector_sim" and diff["mean"] == 0.0
+    assert result["runtimes"]["onnx"]["space"].endswith(".onnx") and result["runtimes"]["onnx"]["vectors"] == 20
+
+
+@pytest.mark.parametrize("configs, message", [("example@gpu", "unknown runtime(s) gpu"),
+                                              ("nope@onnx", "unknown configuration(s) nope")])
+def test_configs_with_an_unknown_runtime_or_name_fail(configs, message, capsys):
+    with pytest.raises(CommandError):
+        call_command("bench", "locomo", "--data", FIXTURES / "locomo_tiny.json", "--configs", configs)
+    assert message in capsys.readouterr().err
