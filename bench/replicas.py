@@ -3,7 +3,7 @@
 read-your-writes check, and the replica's lag under ingest, from one run.
 
     python bench/replicas.py [--size 5000] [--queries 100] [--ingest-batches 20] [--readers 4] [--out DIR] [--drop]
-    python manage.py bench replicas [same options]
+    python -m bench replicas [same options]
 
 1. The corpus: ``bench/corpus.py``'s records written by ``record_ingest_batch`` into
    ``bench/catalogs/lookups`` (no processors), in its own database ``<prefix>_<size>``.

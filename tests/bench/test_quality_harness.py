@@ -119,7 +119,7 @@ def test_locomo_configuration_on_another_runtime(tmp_path):
     """``NAME@RUNTIME`` asks NAME of a second workspace switched to that runtime while empty: its
     turns are embedded in that runtime's space, and it is compared with NAME on the process's
     runtime (torch) by a paired bootstrap, overall and per category."""
-    call_command("bench", "locomo", "--data", FIXTURES / "locomo_tiny.json", "--out", tmp_path,
+    run_bench("locomo", "--data", FIXTURES / "locomo_tiny.json", "--out", tmp_path,
                  "--configs", "example@torch,example@onnx-int8")
 
     result = json.loads((tmp_path / "locomo.json").read_text())
@@ -143,7 +143,7 @@ def test_locomo_configuration_on_another_runtime(tmp_path):
 
 
 def test_scifact_configuration_on_a_runtime_names_it(tmp_path):
-    call_command("bench", "scifact", "--data", FIXTURES / "scifact_tiny", "--out", tmp_path,
+    run_bench("scifact", "--data", FIXTURES / "scifact_tiny", "--out", tmp_path,
                  "--configs", "vector_sim,vector_sim@onnx")
 
     result = json.loads((tmp_path / "scifact.json").read_text())
@@ -158,6 +158,6 @@ def test_scifact_configuration_on_a_runtime_names_it(tmp_path):
 @pytest.mark.parametrize("configs, message", [("example@gpu", "unknown runtime(s) gpu"),
                                               ("nope@onnx", "unknown configuration(s) nope")])
 def test_configs_with_an_unknown_runtime_or_name_fail(configs, message, capsys):
-    with pytest.raises(CommandError):
-        call_command("bench", "locomo", "--data", FIXTURES / "locomo_tiny.json", "--configs", configs)
+    with pytest.raises(BenchError):
+        run_bench("locomo", "--data", FIXTURES / "locomo_tiny.json", "--configs", configs)
     assert message in capsys.readouterr().err
