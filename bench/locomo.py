@@ -323,7 +323,8 @@ def markdown(result: dict) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def main(argv=None) -> int:
+def _arguments(argv):
+    """The parser and the parsed options of a run."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help=f"LoCoMo-format JSON (default {DEFAULT_DATA})")
     harness.add_out_argument(parser)
@@ -341,18 +342,13 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.size is not None and args.size < 1:
         parser.error("--size must be positive")
+    return parser, args
 
-    selected, elsewhere = by_runtime(selected_configurations(parser, CONFIGURATIONS, args.configs))
 
-    started = time.perf_counter()
-    started_at = harness.now()
-    set_torch_threads(1)  # this process embeds the brute-force queries one at a time
-    ensure_migrated()
-    env = environment()
-    data = load_data(args.data, args.size, args.format)
-    timings = {"load_s": time.perf_counter() - started}
+def result_head(args, data, started_at, env) -> tuple[dict, dict]:
+    """Each conversation's turn ids (``known``) and the result's description of the run: data,
+    settings, environment."""
     turns, questions = data["turns"], data["questions"]
-    log(f"LoCoMo: {len(data['samples'])} conversations, {len(turns)} turns, {len(questions)} questions")
     known = {}
     for turn in turns:
         known.setdefault(turn["sample"], set()).add(turn["dia_id"])
@@ -370,87 +366,72 @@ def main(argv=None) -> int:
                            "gunicorn_workers": args.workers, "api_clients": args.workers,
                            "torch_threads_per_worker": args.torch_threads,
                            "catalog": str(CATALOG.relative_to(ROOT))}}
-    configurations, baselines = {}, {}
-    with bench_workspace("locomo", CATALOG, keep=args.keep, workers=args.workers,
-                         torch_threads=args.torch_threads) as bench:
-        record_ids, timings["ingest_s"] = ingest(bench.api, [t["item"] for t in turns], desc="POST /records",
-                                                 clients=args.workers)
-        timings["ready_s"] = wait_ready(bench.workspace, len(turns))
-        dia_of = {rid: turn["dia_id"] for rid, turn in zip(record_ids, turns)}
-        asked = [(q["qid"], q["question"], q["entity"]) for q in questions]
-        if args.sweep:
-            def recall10(ranked: dict) -> float:
-                turns_of = {qid: [dia_of[r] for r in ids] for qid, ids in ranked.items()}
-                return evaluate(turns_of, questions, known)["recall"]["10"]["overall"]
+    return known, result
 
-            scoped = [(q["qid"], q["question"], {"collections": ["turns"], "entities": [q["entity"]]})
-                      for q in questions]
-            write_json(args.out / "locomo_sweep.json", sweep(bench.workspace, scoped, k=K, score=recall10,
-                                                          metric="evidence recall@10"))
-        runs = {}
-        query_started = time.perf_counter()
-        for config in selected:
-            run = run_configuration(bench.api, config, asked, workers=args.workers)
-            ranked = {qid: [dia_of[r] for r in ids] for qid, ids in run.ranked.items()}
-            runs[config.name] = ranked
-            configurations[config.name] = {**config.describe(), "latency": run.latency(),
-                                           **evaluate(ranked, questions, known)}
-        timings["queries_s"] = time.perf_counter() - query_started
 
-        baseline_started = time.perf_counter()
-        all_vectors = dict(zip(record_ids, stored_embeddings(bench.workspace, record_ids)))
-        query_matrix = dict(zip((q["qid"] for q in questions),
-                                query_vectors(bench.workspace, [q["question"] for q in questions],
-                                              desc="query vectors (brute force)")))
-        library = {"bm25s_plain": {}, "bm25s_stemmed": {}, "brute_force": {}}
-        seconds = {name: 0.0 for name in library}
-        import numpy as np
+def rank_sweep(workspace, questions, known, dia_of, path: Path) -> None:
+    """``--sweep``: hybrid rank formulas over the service's pools (``bench/rank_sweep.py``), by
+    evidence recall@10."""
+    def recall10(ranked: dict) -> float:
+        turns_of = {qid: [dia_of[r] for r in ids] for qid, ids in ranked.items()}
+        return evaluate(turns_of, questions, known)["recall"]["10"]["overall"]
 
-        for sample in data["samples"]:
-            members = [(rid, t) for rid, t in zip(record_ids, turns) if t["sample"] == sample]
-            texts = [t["item"]["text"] for _, t in members]
-            dia_ids = [t["dia_id"] for _, t in members]
-            asked_here = [q for q in questions if q["sample"] == sample]
-            if not asked_here:
-                continue
-            query_texts = [q["question"] for q in asked_here]
-            plain, plain_s = bm25s_plain(texts, query_texts, K, desc=f"bm25s plain {sample}")
-            stemmed, stemmed_s = bm25s_stemmed(texts, query_texts, K, desc=f"bm25s stemmed {sample}")
-            started_brute = time.perf_counter()
-            brute = brute_force(np.stack([all_vectors[rid] for rid, _ in members]),
-                                np.stack([query_matrix[q["qid"]] for q in asked_here]), K)
-            seconds["brute_force"] += time.perf_counter() - started_brute
-            seconds["bm25s_plain"] += plain_s
-            seconds["bm25s_stemmed"] += stemmed_s
-            for name, ranked_idx in (("bm25s_plain", plain), ("bm25s_stemmed", stemmed), ("brute_force", brute)):
-                for q, idx in zip(asked_here, ranked_idx):
-                    library[name][q["qid"]] = [dia_ids[i] for i in idx]
-        labels = {"bm25s_plain": "bm25s, bm25_v1 tokens (no stemming/stopwords), k1 1.2, b 0.75",
-                  "bm25s_stemmed": "bm25s, PyStemmer English + English stopwords, k1 0.9, b 0.4",
-                  "brute_force": "exact cosine over the stored MiniLM vectors (numpy)"}
-        for name, ranked in library.items():
-            runs[name] = ranked
-            baselines[name] = {"label": labels[name], "seconds": round(seconds[name], 2),
-                               **evaluate(ranked, questions, known)}
-        for name, constant in (("rrf_library", RRF_CONSTANT), ("rrf_library_c10", 10)):
-            fused = {q["qid"]: rrf([library["bm25s_plain"].get(q["qid"], []),
-                                    library["brute_force"].get(q["qid"], [])], constant, K) for q in questions}
-            baselines[name] = {"label": f"RRF ({constant}) of bm25s_plain and brute_force, in Python",
-                               "seconds": round(seconds["bm25s_plain"] + seconds["brute_force"], 2),
-                               **evaluate(fused, questions, known)}
-        timings["baselines_s"] = time.perf_counter() - baseline_started
-        cleanup_started = time.perf_counter()
-    timings["cleanup_s"] = time.perf_counter() - cleanup_started
-    if elsewhere:  # NAME@RUNTIME on another runtime: the same turns in a workspace of its own
-        other_runs, result["runtimes"] = run_on_runtimes(
-            "locomo", CATALOG, [t["item"] for t in turns], [t["dia_id"] for t in turns],
-            [(q["qid"], q["question"], q["entity"]) for q in questions], elsewhere, keep=args.keep,
-            workers=args.workers, torch_threads=args.torch_threads)
-        for config in (c for configs in elsewhere.values() for c in configs):
-            runs[config.name] = other_runs[config.name].ranked
-            configurations[config.name] = {**config.describe(), "latency": other_runs[config.name].latency(),
-                                           **evaluate(runs[config.name], questions, known)}
+    scoped = [(q["qid"], q["question"], {"collections": ["turns"], "entities": [q["entity"]]}) for q in questions]
+    write_json(path, sweep(workspace, scoped, k=K, score=recall10, metric="evidence recall@10"))
 
+
+def library_baselines(workspace, data, record_ids, known, runs) -> dict:
+    """The plain-library baselines, per conversation over its own turns: bm25s plain and stemmed,
+    exact cosine over the stored vectors, and their RRF. Each ranking also goes into ``runs``."""
+    turns, questions = data["turns"], data["questions"]
+    baselines = {}
+    all_vectors = dict(zip(record_ids, stored_embeddings(workspace, record_ids)))
+    query_matrix = dict(zip((q["qid"] for q in questions),
+                            query_vectors(workspace, [q["question"] for q in questions],
+                                          desc="query vectors (brute force)")))
+    library = {"bm25s_plain": {}, "bm25s_stemmed": {}, "brute_force": {}}
+    seconds = {name: 0.0 for name in library}
+    import numpy as np
+
+    for sample in data["samples"]:
+        members = [(rid, t) for rid, t in zip(record_ids, turns) if t["sample"] == sample]
+        texts = [t["item"]["text"] for _, t in members]
+        dia_ids = [t["dia_id"] for _, t in members]
+        asked_here = [q for q in questions if q["sample"] == sample]
+        if not asked_here:
+            continue
+        query_texts = [q["question"] for q in asked_here]
+        plain, plain_s = bm25s_plain(texts, query_texts, K, desc=f"bm25s plain {sample}")
+        stemmed, stemmed_s = bm25s_stemmed(texts, query_texts, K, desc=f"bm25s stemmed {sample}")
+        started_brute = time.perf_counter()
+        brute = brute_force(np.stack([all_vectors[rid] for rid, _ in members]),
+                            np.stack([query_matrix[q["qid"]] for q in asked_here]), K)
+        seconds["brute_force"] += time.perf_counter() - started_brute
+        seconds["bm25s_plain"] += plain_s
+        seconds["bm25s_stemmed"] += stemmed_s
+        for name, ranked_idx in (("bm25s_plain", plain), ("bm25s_stemmed", stemmed), ("brute_force", brute)):
+            for q, idx in zip(asked_here, ranked_idx):
+                library[name][q["qid"]] = [dia_ids[i] for i in idx]
+    labels = {"bm25s_plain": "bm25s, bm25_v1 tokens (no stemming/stopwords), k1 1.2, b 0.75",
+              "bm25s_stemmed": "bm25s, PyStemmer English + English stopwords, k1 0.9, b 0.4",
+              "brute_force": "exact cosine over the stored MiniLM vectors (numpy)"}
+    for name, ranked in library.items():
+        runs[name] = ranked
+        baselines[name] = {"label": labels[name], "seconds": round(seconds[name], 2),
+                           **evaluate(ranked, questions, known)}
+    for name, constant in (("rrf_library", RRF_CONSTANT), ("rrf_library_c10", 10)):
+        fused = {q["qid"]: rrf([library["bm25s_plain"].get(q["qid"], []),
+                                library["brute_force"].get(q["qid"], [])], constant, K) for q in questions}
+        baselines[name] = {"label": f"RRF ({constant}) of bm25s_plain and brute_force, in Python",
+                           "seconds": round(seconds["bm25s_plain"] + seconds["brute_force"], 2),
+                           **evaluate(fused, questions, known)}
+    return baselines
+
+
+def compare(result, configurations, baselines, questions) -> None:
+    """Into ``result``: the configurations and baselines, the target against DRAGON, each
+    question's recall@10 and, per runtime, the paired bootstrap against the process's runtime
+    (overall and by category)."""
     result["configurations"] = configurations
     result["baselines"] = baselines
     result["baseline_of"] = {"text": "bm25s_stemmed", "bm25": "bm25s_plain", "vector": "brute_force",
@@ -477,6 +458,59 @@ def main(argv=None) -> int:
                     [100 * per_question[diff["against"]][q["qid"]] for q in questions if q["category"] == number])
                 for number, label in CATEGORIES.items()}
         result["runtime_bootstrap"] = comparison
+
+
+def main(argv=None) -> int:
+    parser, args = _arguments(argv)
+
+    selected, elsewhere = by_runtime(selected_configurations(parser, CONFIGURATIONS, args.configs))
+
+    started = time.perf_counter()
+    started_at = harness.now()
+    set_torch_threads(1)  # this process embeds the brute-force queries one at a time
+    ensure_migrated()
+    env = environment()
+    data = load_data(args.data, args.size, args.format)
+    timings = {"load_s": time.perf_counter() - started}
+    turns, questions = data["turns"], data["questions"]
+    log(f"LoCoMo: {len(data['samples'])} conversations, {len(turns)} turns, {len(questions)} questions")
+    known, result = result_head(args, data, started_at, env)
+    configurations = {}
+    with bench_workspace("locomo", CATALOG, keep=args.keep, workers=args.workers,
+                         torch_threads=args.torch_threads) as bench:
+        record_ids, timings["ingest_s"] = ingest(bench.api, [t["item"] for t in turns], desc="POST /records",
+                                                 clients=args.workers)
+        timings["ready_s"] = wait_ready(bench.workspace, len(turns))
+        dia_of = {rid: turn["dia_id"] for rid, turn in zip(record_ids, turns)}
+        asked = [(q["qid"], q["question"], q["entity"]) for q in questions]
+        if args.sweep:
+            rank_sweep(bench.workspace, questions, known, dia_of, args.out / "locomo_sweep.json")
+        runs = {}
+        query_started = time.perf_counter()
+        for config in selected:
+            run = run_configuration(bench.api, config, asked, workers=args.workers)
+            ranked = {qid: [dia_of[r] for r in ids] for qid, ids in run.ranked.items()}
+            runs[config.name] = ranked
+            configurations[config.name] = {**config.describe(), "latency": run.latency(),
+                                           **evaluate(ranked, questions, known)}
+        timings["queries_s"] = time.perf_counter() - query_started
+
+        baseline_started = time.perf_counter()
+        baselines = library_baselines(bench.workspace, data, record_ids, known, runs)
+        timings["baselines_s"] = time.perf_counter() - baseline_started
+        cleanup_started = time.perf_counter()
+    timings["cleanup_s"] = time.perf_counter() - cleanup_started
+    if elsewhere:  # NAME@RUNTIME on another runtime: the same turns in a workspace of its own
+        other_runs, result["runtimes"] = run_on_runtimes(
+            "locomo", CATALOG, [t["item"] for t in turns], [t["dia_id"] for t in turns],
+            [(q["qid"], q["question"], q["entity"]) for q in questions], elsewhere, keep=args.keep,
+            workers=args.workers, torch_threads=args.torch_threads)
+        for config in (c for configs in elsewhere.values() for c in configs):
+            runs[config.name] = other_runs[config.name].ranked
+            configurations[config.name] = {**config.describe(), "latency": other_runs[config.name].latency(),
+                                           **evaluate(runs[config.name], questions, known)}
+
+    compare(result, configurations, baselines, questions)
     timings["total_s"] = time.perf_counter() - started
     result["timings"] = {key: round(val, 2) for key, val in timings.items()}
     args.out.mkdir(parents=True, exist_ok=True)

@@ -349,7 +349,8 @@ def markdown(result: dict) -> str:
 # --------------------------------------------------------------------------------------------
 
 
-def main(argv=None) -> int:
+def _arguments(argv):
+    """The parser and the parsed options of a run."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help=f"BEIR directory (default {DEFAULT_DATA})")
     parser.add_argument("--qrels", default="train", help="judgements file qrels/NAME.tsv (default train)")
@@ -368,6 +369,113 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.size is not None and args.size < 1 or args.queries is not None and args.queries < 1:
         parser.error("--size and --queries must be positive")
+    return parser, args
+
+
+def library_baselines(workspace, corpus, queries, record_ids, qrels_list, runs) -> dict:
+    """The plain-library baselines over the same abstracts and queries: bm25s three ways, exact
+    cosine over the stored vectors, their RRF and their min-max mix. Each ranking also goes into
+    ``runs`` (by name), beside the configurations'."""
+    qids = [qid for qid, _ in queries]
+    baselines = {}
+    texts = [record_text(doc) for doc in corpus]
+    query_texts = [text for _, text in queries]
+    ids = [doc["id"] for doc in corpus]
+    plain, plain_s = bm25s_plain(texts, query_texts, K)
+    stemmed, stemmed_s = bm25s_stemmed(texts, query_texts, K)
+    en, en_s = bm25s_en(texts, query_texts, K)
+    matrix = stored_embeddings(workspace, record_ids)
+    encode_started = time.perf_counter()
+    query_matrix = query_vectors(workspace, query_texts, desc="query vectors (brute force)")
+    brute = brute_force(matrix, query_matrix, K)
+    brute_s = time.perf_counter() - encode_started
+    library = {
+        "bm25s_plain": ("bm25s, bm25_v1 tokens (no stemming/stopwords), k1 1.2, b 0.75", plain, plain_s),
+        "bm25s_stemmed": ("bm25s, PyStemmer English + English stopwords, k1 0.9, b 0.4 (data README)", stemmed,
+                          stemmed_s),
+        "bm25s_en": ("bm25s, PyStemmer English + English stopwords, k1 1.2, b 0.75, Lucene (bm25_en's setup)",
+                     en, en_s),
+        "brute_force": ("exact cosine over the stored MiniLM vectors (numpy)", brute, brute_s),
+    }
+    for name, (label, ranked_idx, seconds) in library.items():
+        ranked = {qid: [ids[i] for i in r] for qid, r in zip(qids, ranked_idx)}
+        runs[name] = ranked
+        baselines[name] = {"label": label, "seconds": round(seconds, 2), **evaluate(ranked, qrels_list, qids)}
+    for name, constant in (("rrf_library", RRF_CONSTANT), ("rrf_library_c10", 10)):
+        fused = {qid: rrf([runs["bm25s_plain"][qid], runs["brute_force"][qid]], constant, K) for qid in qids}
+        runs[name] = fused
+        baselines[name] = {"label": f"RRF ({constant}) of bm25s_plain and brute_force top-100, in Python",
+                           "seconds": round(plain_s + brute_s, 2), **evaluate(fused, qrels_list, qids)}
+    mix_started = time.perf_counter()
+    mixed = minmax_mix([(0.4, bm25s_plain_scores(texts, query_texts)), (0.6, query_matrix @ matrix.T)], K)
+    ranked = {qid: [ids[i] for i in r] for qid, r in zip(qids, mixed)}
+    baselines["mix_library"] = {
+        "label": ".4 min-max(bm25s_plain) + .6 min-max(cosine) over every abstract (numpy)",
+        "seconds": round(time.perf_counter() - mix_started + brute_s, 2), **evaluate(ranked, qrels_list, qids)}
+    return baselines
+
+
+def compare(result, runs, configurations, baselines, qids) -> None:
+    """Into ``result``: the configurations and baselines, and how the service's rankings agree with
+    the libraries' (HNSW's loss against exact cosine, bm25 / bm25_en against bm25s)."""
+    result["configurations"] = configurations
+    result["baselines"] = baselines
+    result["baseline_of"] = {name: base for name, base in BASELINE_OF.items() if name in configurations}
+    result["hnsw"] = hnsw_loss(runs, configurations, baselines, qids)
+    if "bm25_en" in runs:
+        result["bm25_en_agreement"] = {"overlap_at_100": overlap_at(runs["bm25_en"], runs["bm25s_en"], qids, 100),
+                                       "overlap_at_10": overlap_at(runs["bm25_en"], runs["bm25s_en"], qids, 10)}
+    if "bm25" in runs:
+        result["bm25_agreement"] = {"overlap_at_100": overlap_at(runs["bm25"], runs["bm25s_plain"], qids, 100),
+                                    "overlap_at_10": overlap_at(runs["bm25"], runs["bm25s_plain"], qids, 10)}
+
+
+def intervals(result, configurations, baselines, qids) -> None:
+    """Into ``result``: each query's nDCG@10 by configuration and baseline, and the paired bootstrap
+    intervals against the default configuration and, per runtime, against the same configuration on
+    the process's runtime."""
+    per_query = {name: entry.pop("per_query_ndcg10") for name, entry in (*configurations.items(), *baselines.items())}
+    result["per_query"] = {"qids": qids, "nDCG@10": {name: [round(values[qid], 4) for qid in qids]
+                                                     for name, values in per_query.items()}}
+    if DEFAULT_CONFIGURATION in configurations:
+        default = [per_query[DEFAULT_CONFIGURATION][qid] for qid in qids]
+        result["paired_bootstrap"] = {
+            "against": DEFAULT_CONFIGURATION, "measure": "nDCG@10", "resamples": 2000, "seed": 0,
+            "differences": {name: paired_bootstrap([per_query[name][qid] for qid in qids], default)
+                            for name in configurations if name != DEFAULT_CONFIGURATION}}
+    comparison = runtime_differences(per_query, qids, "nDCG@10")
+    if comparison:
+        result["runtime_bootstrap"] = comparison
+
+
+def result_head(args, data, judgements, started_at, env) -> dict:
+    """The result's description of the run: data, settings, environment."""
+    corpus, queries = data["corpus"], data["queries"]
+    return {"benchmark": "scifact", "started_at": started_at, "environment": env,
+            "data": {"path": str(args.data), "split": args.qrels, "documents": len(corpus), "queries": len(queries),
+                     "judgements": judgements, "size_limit": args.size, "query_limit": args.queries,
+                     "files": data["files"], "record_text": "title + '\\n' + abstract",
+                     "license": "SciFact CC BY-NC 2.0 (see the data README)"},
+            "settings": {"k": K, "TOUCH_ON_READ": False, "bm25_candidates": 1000, "rrf_rank_constant": RRF_CONSTANT,
+                         "gunicorn_workers": args.workers, "api_clients": args.workers,
+                         "torch_threads_per_worker": args.torch_threads,
+                         "catalog": str(CATALOG.relative_to(ROOT))}}
+
+
+def rank_sweep(workspace, queries, doc_of, qrels_list, path: Path) -> None:
+    """``--sweep``: hybrid rank formulas over the service's pools (``bench/rank_sweep.py``), by nDCG@10."""
+    qids = [qid for qid, _ in queries]
+
+    def ndcg10(ranked: dict) -> float:
+        docs = {qid: [doc_of[r] for r in ids] for qid, ids in ranked.items()}
+        return evaluate(docs, qrels_list, qids)["metrics"]["nDCG@10"]
+
+    write_json(path, sweep(workspace, [(qid, text, SCOPE) for qid, text in queries], k=K, score=ndcg10,
+                           metric="nDCG@10"))
+
+
+def main(argv=None) -> int:
+    parser, args = _arguments(argv)
 
     selected, elsewhere = by_runtime(selected_configurations(parser, CONFIGURATIONS, args.configs))
 
@@ -388,16 +496,8 @@ def main(argv=None) -> int:
 
     qrels_list = [ir_measures.Qrel(qid, did, rel) for qid, docs in qrels.items() for did, rel in docs.items()]
     timings = {"load_s": load_s}
-    result = {"benchmark": "scifact", "started_at": started_at, "environment": env,
-              "data": {"path": str(args.data), "split": args.qrels, "documents": len(corpus), "queries": len(queries),
-                       "judgements": len(qrels_list), "size_limit": args.size, "query_limit": args.queries,
-                       "files": data["files"], "record_text": "title + '\\n' + abstract",
-                       "license": "SciFact CC BY-NC 2.0 (see the data README)"},
-              "settings": {"k": K, "TOUCH_ON_READ": False, "bm25_candidates": 1000, "rrf_rank_constant": RRF_CONSTANT,
-                           "gunicorn_workers": args.workers, "api_clients": args.workers,
-                           "torch_threads_per_worker": args.torch_threads,
-                           "catalog": str(CATALOG.relative_to(ROOT))}}
-    configurations, baselines = {}, {}
+    result = result_head(args, data, len(qrels_list), started_at, env)
+    configurations = {}
     with bench_workspace("scifact", CATALOG, keep=args.keep, workers=args.workers,
                          torch_threads=args.torch_threads) as bench:
         record_ids, timings["ingest_s"] = ingest(bench.api, record_items(corpus), desc="POST /records",
@@ -406,13 +506,7 @@ def main(argv=None) -> int:
         doc_of = dict(zip(record_ids, (doc["id"] for doc in corpus)))
         questions = [(qid, text, None) for qid, text in queries]
         if args.sweep:
-            def ndcg10(ranked: dict) -> float:
-                docs = {qid: [doc_of[r] for r in ids] for qid, ids in ranked.items()}
-                return evaluate(docs, qrels_list, qids)["metrics"]["nDCG@10"]
-
-            write_json(args.out / "scifact_sweep.json", sweep(bench.workspace,
-                                                           [(qid, text, SCOPE) for qid, text in queries],
-                                                           k=K, score=ndcg10, metric="nDCG@10"))
+            rank_sweep(bench.workspace, queries, doc_of, qrels_list, args.out / "scifact_sweep.json")
         runs = {}
         query_started = time.perf_counter()
         for config in selected:
@@ -424,40 +518,7 @@ def main(argv=None) -> int:
         timings["queries_s"] = time.perf_counter() - query_started
 
         baseline_started = time.perf_counter()
-        texts = [record_text(doc) for doc in corpus]
-        query_texts = [text for _, text in queries]
-        ids = [doc["id"] for doc in corpus]
-        plain, plain_s = bm25s_plain(texts, query_texts, K)
-        stemmed, stemmed_s = bm25s_stemmed(texts, query_texts, K)
-        en, en_s = bm25s_en(texts, query_texts, K)
-        matrix = stored_embeddings(bench.workspace, record_ids)
-        encode_started = time.perf_counter()
-        query_matrix = query_vectors(bench.workspace, query_texts, desc="query vectors (brute force)")
-        brute = brute_force(matrix, query_matrix, K)
-        brute_s = time.perf_counter() - encode_started
-        library = {
-            "bm25s_plain": ("bm25s, bm25_v1 tokens (no stemming/stopwords), k1 1.2, b 0.75", plain, plain_s),
-            "bm25s_stemmed": ("bm25s, PyStemmer English + English stopwords, k1 0.9, b 0.4 (data README)", stemmed,
-                              stemmed_s),
-            "bm25s_en": ("bm25s, PyStemmer English + English stopwords, k1 1.2, b 0.75, Lucene (bm25_en's setup)",
-                         en, en_s),
-            "brute_force": ("exact cosine over the stored MiniLM vectors (numpy)", brute, brute_s),
-        }
-        for name, (label, ranked_idx, seconds) in library.items():
-            ranked = {qid: [ids[i] for i in r] for qid, r in zip(qids, ranked_idx)}
-            runs[name] = ranked
-            baselines[name] = {"label": label, "seconds": round(seconds, 2), **evaluate(ranked, qrels_list, qids)}
-        for name, constant in (("rrf_library", RRF_CONSTANT), ("rrf_library_c10", 10)):
-            fused = {qid: rrf([runs["bm25s_plain"][qid], runs["brute_force"][qid]], constant, K) for qid in qids}
-            runs[name] = fused
-            baselines[name] = {"label": f"RRF ({constant}) of bm25s_plain and brute_force top-100, in Python",
-                               "seconds": round(plain_s + brute_s, 2), **evaluate(fused, qrels_list, qids)}
-        mix_started = time.perf_counter()
-        mixed = minmax_mix([(0.4, bm25s_plain_scores(texts, query_texts)), (0.6, query_matrix @ matrix.T)], K)
-        ranked = {qid: [ids[i] for i in r] for qid, r in zip(qids, mixed)}
-        baselines["mix_library"] = {
-            "label": ".4 min-max(bm25s_plain) + .6 min-max(cosine) over every abstract (numpy)",
-            "seconds": round(time.perf_counter() - mix_started + brute_s, 2), **evaluate(ranked, qrels_list, qids)}
+        baselines = library_baselines(bench.workspace, corpus, queries, record_ids, qrels_list, runs)
         timings["baselines_s"] = time.perf_counter() - baseline_started
         cleanup_started = time.perf_counter()
     timings["cleanup_s"] = time.perf_counter() - cleanup_started
@@ -471,16 +532,7 @@ def main(argv=None) -> int:
             configurations[config.name] = {**config.describe(), "latency": other_runs[config.name].latency(),
                                            **evaluate(runs[config.name], qrels_list, qids)}
 
-    result["configurations"] = configurations
-    result["baselines"] = baselines
-    result["baseline_of"] = {name: base for name, base in BASELINE_OF.items() if name in configurations}
-    result["hnsw"] = hnsw_loss(runs, configurations, baselines, qids)
-    if "bm25_en" in runs:
-        result["bm25_en_agreement"] = {"overlap_at_100": overlap_at(runs["bm25_en"], runs["bm25s_en"], qids, 100),
-                                       "overlap_at_10": overlap_at(runs["bm25_en"], runs["bm25s_en"], qids, 10)}
-    if "bm25" in runs:
-        result["bm25_agreement"] = {"overlap_at_100": overlap_at(runs["bm25"], runs["bm25s_plain"], qids, 100),
-                                    "overlap_at_10": overlap_at(runs["bm25"], runs["bm25s_plain"], qids, 10)}
+    compare(result, runs, configurations, baselines, qids)
     result["targets"] = targets(configurations)
     result["tried"] = TRIED
     result["reference"] = [
@@ -489,18 +541,7 @@ def main(argv=None) -> int:
         "bm25s 0.3.16 with PyStemmer + stopwords, k1 0.9, b 0.4: 0.6762 nDCG@10, R@100 0.9127 (data README).",
     ]
     timings["total_s"] = time.perf_counter() - started
-    per_query = {name: entry.pop("per_query_ndcg10") for name, entry in (*configurations.items(), *baselines.items())}
-    result["per_query"] = {"qids": qids, "nDCG@10": {name: [round(values[qid], 4) for qid in qids]
-                                                     for name, values in per_query.items()}}
-    if DEFAULT_CONFIGURATION in configurations:
-        default = [per_query[DEFAULT_CONFIGURATION][qid] for qid in qids]
-        result["paired_bootstrap"] = {
-            "against": DEFAULT_CONFIGURATION, "measure": "nDCG@10", "resamples": 2000, "seed": 0,
-            "differences": {name: paired_bootstrap([per_query[name][qid] for qid in qids], default)
-                            for name in configurations if name != DEFAULT_CONFIGURATION}}
-    comparison = runtime_differences(per_query, qids, "nDCG@10")
-    if comparison:
-        result["runtime_bootstrap"] = comparison
+    intervals(result, configurations, baselines, qids)
     result["timings"] = {key: round(value, 2) for key, value in timings.items()}
     args.out.mkdir(parents=True, exist_ok=True)
     rows = [{"name": name, **entry} for name, entry in configurations.items()]
