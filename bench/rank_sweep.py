@@ -99,7 +99,7 @@ def rank_pool(tree: list, pool: list, now: datetime, k: int) -> list[str]:
     """The top ``k`` record ids of ``pool`` ranked by ``tree`` as the service ranks them."""
     from search_app.engine.rank_evaluate import evaluate_rank
     from search_app.engine.rank_expression import parse_rank
-    from search_app.engine.scoring import scored_sort_key
+    from search_app.engine.result_order import scored_sort_key
 
     values = evaluate_rank(parse_rank(tree), [signals for _, signals, _, _ in pool], now)
     order = sorted(range(len(pool)), key=lambda i: scored_sort_key(values[i], pool[i][2], pool[i][3], pool[i][0]))

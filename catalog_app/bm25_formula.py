@@ -2,7 +2,7 @@
 term's contribution, and the same two as SQL rendered from the same constants.
 
 Every exact BM25 score in the project comes from here: the pure engine's statistics
-(``search_app.engine.bm25``), the index's numpy scoring (``catalog_app.lexical.scoring``), the
+(``search_app.engine.bm25``), the index's numpy scoring (``catalog_app.lexical.bm25_topk``), the
 ``pg`` backend's scan and reload (``search_app.backends.pg_bm25``) and the lexical route's scan
 and recheck (``retrieval_app.lexical``). The SQL forms keep the Python operation order, so float8
 arithmetic gives bit-identical scores and the index equals the scan.

@@ -4,7 +4,7 @@ glibc serves an allocation above its mmap threshold with fresh pages from the ke
 them when it is freed, and it trims the top of its heap once more than its trim threshold lies
 free there. Either way the next allocation of that size touches new pages, and every first touch
 of a page is a fault. An exact BM25 query over a million records allocates some tens of MB of
-arrays (``catalog_app.lexical.scoring``), and those faults cost as much as the arithmetic.
+arrays (``catalog_app.lexical.bm25_topk``), and those faults cost as much as the arithmetic.
 ``retain_freed_memory`` raises both thresholds, so arrays up to 32 MiB (glibc's ceiling for the
 mmap threshold) come from the heap, and up to ``MALLOC_RETAIN_BYTES`` of free heap stays mapped
 for the next query: a process keeps up to that much more resident memory. Only glibc has

@@ -67,7 +67,7 @@ from memseek_site.parsing import PUBLIC_NAME, fail, parse_int, parse_string
 # _fence_parts is the element's head and close as search rendering writes them; sharing it keeps
 # the two fence formats from ever drifting apart.
 from search_app.engine.render import Fence, _fence_parts, render_row
-from search_app.engine.rows import render_row_of, rendered_score_names
+from search_app.engine.rendered_rows import render_row_of, rendered_score_names
 from search_app.engine.tokens import count_tokens
 from search_app.services import search_execute, search_spec_parse
 

@@ -12,7 +12,7 @@ trust, [explanation]}``:
   ``derivation`` for depth > 0 else ``client``;
 * bi-temporal fields: valid time ``occurred_at`` → its valid-time successor's ``occurred_at``;
   transaction time ``created_at`` → its transaction-time successor's ``created_at`` (see
-  ``retrieval_app.rows``); ``supersededAt``/``supersededBy`` only when superseded records are
+  ``retrieval_app.canonical_rows``); ``supersededAt``/``supersededBy`` only when superseded records are
   shown;
 * policy fields from ``conf/retrieval.yaml`` (a missing visibility value reads ``shared``);
 * version ``{collection, collectionVersion, seq}``; trust from ``scoring.trust``.
@@ -26,7 +26,7 @@ from catalog_app.record_rows import RetrievalRow
 from search_app.engine.recheck import raw_value
 from search_app.engine.render import render_row
 from search_app.engine.resolve import FieldAccess, field_paths
-from search_app.engine.rows import render_row_of
+from search_app.engine.rendered_rows import render_row_of
 from search_app.engine.tokens import count_tokens
 
 from .policy import RetrievalPolicy, Source

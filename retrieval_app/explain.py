@@ -14,7 +14,7 @@ proposed, as a count only; ``scope``: candidates that left the scope before the 
 from __future__ import annotations
 
 from .legs import LEGS, LegHit
-from .scoring import Floor, Scored
+from .candidate_scores import Floor, Scored
 
 
 def entry_explanation(*, found: dict[str, tuple[int, LegHit]], rank_constant: int, fused_rank: int,

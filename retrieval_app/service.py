@@ -40,7 +40,7 @@ from memseek_site.errors import ApiError
 from memseek_site.replicas import primary_write
 from search_app.engine.fusion import rrf_fuse
 from search_app.engine.rerank import rerank, require_rerank_model
-from search_app.engine.rows import render_row_of, rendered_score_names
+from search_app.engine.rendered_rows import render_row_of, rendered_score_names
 from search_app.engine.trace import NO_TRACE, Trace
 
 from . import explain
@@ -51,9 +51,9 @@ from .legs import (LEGS, LegHit, QueryVector, derivatives_leg, entity_leg, graph
                    run_parallel, text_leg, vector_leg)
 from .models import Receipt
 from .request import RetrieveRequest, parse_retrieve_request
-from .rows import policy_rows, reload_rows
+from .canonical_rows import policy_rows, reload_rows
 from .scope import compile_scope
-from .scoring import Candidate, ScoringConfig, apply_floor, floor_threshold, rescore, scaled, trust
+from .candidate_scores import Candidate, ScoringConfig, apply_floor, floor_threshold, rescore, scaled, trust
 from .settings import retrieval_settings
 
 RANK_CONSTANT = 60

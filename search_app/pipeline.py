@@ -31,8 +31,8 @@ from .engine.rank_expression import rank_signals
 from .engine.recheck import passes_filters, typed_value
 from .engine.rerank import rerank, require_rerank_model
 from .engine.resolve import ResolvedSource, resolve_search
-from .engine.rows import render_row_of, rendered_score_names
-from .engine.scoring import order_scored, order_structured
+from .engine.rendered_rows import render_row_of, rendered_score_names
+from .engine.result_order import order_scored, order_structured
 from .engine.spec import SearchSpec
 from .engine.trace import NO_TRACE, Trace
 

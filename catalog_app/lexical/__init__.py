@@ -31,5 +31,5 @@ No foreign keys (a per-row RI check on each row would cost the write path more t
 trigger on workspace deletion forgets the workspace's rows.
 
 Reads are in ``query`` (``index_top_k``, ``records_with_all_terms``, ``source_totals``); exact
-scoring and MaxScore pruning in ``scoring``; ``check`` and ``backfill`` serve the commands.
+scoring and MaxScore pruning in ``bm25_topk``; ``check`` and ``backfill`` serve the commands.
 """

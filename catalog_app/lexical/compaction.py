@@ -51,7 +51,7 @@ from ..binary_rows import binary_rows
 from ..record_sql import RECORD, id_array
 from .analyzers import Analyzer, maintained_analyzers
 from .blocks import ROW, SMALL_BLOCK, Block, decode, split_runs
-from .scoring import is_among
+from .bm25_topk import is_among
 from .tables import BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, PENDING, group_of
 
 _LOCK_NAMESPACE = 0x6C78  # pg_advisory_xact_lock(namespace, workspace): one compaction per workspace

@@ -28,7 +28,7 @@ from ..record_sql import RECORD, id_array
 from .analyzers import Analyzer, analyzer_get, maintained_analyzers, stored_columns
 from .block_cache import BLOCKS
 from .blocks import ROW, block_bytes, decode_into, packed_rows
-from .scoring import TermPostings, best_k, contribution, idf, is_among, slots_of, top_candidates
+from .bm25_topk import TermPostings, best_k, contribution, idf, is_among, slots_of, top_candidates
 from .tables import BLOCK, CHANGE, COMPACTION, DOCUMENT, GROUP, GROUP_STATS, PENDING, SOURCE_TOTALS
 
 

@@ -17,7 +17,7 @@ from memseek_site.conf import memseek_setting
 from memseek_site.openapi import ISSUED_BY_SERVER
 from memseek_site.parsing import int_schema, schema_pattern, string_schema
 
-from . import dates, params, rows
+from . import dates, params, passages
 from .addresses import path_schema
 from .listing import memory_ls
 from .lookups import memory_around, memory_grep, memory_latest
@@ -135,7 +135,7 @@ _WINDOW = [_PREFIX, _query("entity", "Only this entity's passages.", string_sche
 _LIMIT = _query("limit", "Page size (default MEMORY_PAGE_LIMIT, at most MEMORY_MAX_PAGE).",
                 int_schema(minimum=1, maximum=memseek_setting("MEMORY_MAX_PAGE")))
 _PAGE = [_LIMIT, _query("cursor", "next_cursor of the previous page.",
-                        {"type": "string", "pattern": schema_pattern(rows.CURSOR)}, **{ISSUED_BY_SERVER: True})]
+                        {"type": "string", "pattern": schema_pattern(passages.CURSOR)}, **{ISSUED_BY_SERVER: True})]
 _AROUND = int_schema(minimum=0, maximum=memseek_setting("MEMORY_AROUND_MAX"))
 _ERRORS = {401: ErrorSerializer, 404: ErrorSerializer, 422: ErrorSerializer}
 

@@ -31,7 +31,7 @@ from catalog_app.record_sql import RECORD, Clause
 
 from .addresses import MemoryPath
 from .dates import DateWindow
-from .rows import passage_scope, thread_of
+from .passages import passage_scope, thread_of
 
 
 def lend_to_neighbours(ranked: Sequence[tuple[Hashable, float]], neighbours: Mapping[Hashable, Sequence[Hashable]],

@@ -8,7 +8,7 @@
 | ``passages/<collection>/<entity>`` | the passages themselves, with ``id`` | newest first |
 | ``facts/<collection>/<entity>`` | the current facts, with ``id`` and ``versions`` | key |
 
-Counts are of passages (facts) as ``rows`` defines them. Those of a root or a collection are
+Counts are of passages (facts) as ``passages`` defines them. Those of a root or a collection are
 the lexical index's maintained statistics (``index_top_k``'s ``n`` with no terms): the index
 holds exactly the visible records, so its count of a collection version's active groups is
 the passage count without reading a row. A group entry (a root, collection or
@@ -28,7 +28,7 @@ from memseek_site.errors import RequestError
 from .addresses import KINDS, MemoryPath, fact_path
 from .hits import hit_shape, passage_roles
 from .params import LsRequest
-from .rows import fetch_rows, newest_page, page_of, passage_scope, require_held
+from .passages import fetch_rows, newest_page, page_of, passage_scope, require_held
 
 COUNT_ANALYZER = "bm25_v1"  # any maintained analyzer indexes every visible record
 

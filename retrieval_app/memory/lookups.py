@@ -14,7 +14,7 @@
   and entity, events only (a named fact is not a turn), the same thread value when the
   collection version declares a thread field, ordered by ``(occurred_at, seq)``.
 
-``latest`` pages newest first by ``(occurred_at, seq)`` (``rows``), grep by ``seq``; ``around``
+``latest`` pages newest first by ``(occurred_at, seq)`` (``passages``), grep by ``seq``; ``around``
 returns each side oldest first, as the conversation reads.
 """
 from __future__ import annotations
@@ -35,7 +35,7 @@ from memseek_site.errors import ApiError
 from .addresses import MemoryPath
 from .hits import hit_shape, passage_roles
 from .params import AroundRequest, GrepRequest, LatestRequest, Window
-from .rows import fetch_rows, newest_page, page_of, passage_scope, require_held, same_thread
+from .passages import fetch_rows, newest_page, page_of, passage_scope, require_held, same_thread
 
 GREP_ANALYZER = "bm25_v1"  # its terms are the phrase's (catalog_app.bm25_terms)
 _WORD_EDGE = re.compile(r"[^\W_]")

@@ -17,7 +17,7 @@ from memseek_site.parsing import parse_query, parse_string, query_int
 
 from .addresses import MemoryPath, parse_path
 from .dates import DateWindow, parse_window
-from .rows import parse_cursor
+from .passages import parse_cursor
 
 _PAGE = ("limit", "cursor")
 _WINDOW = ("path", "entity", "after", "before")

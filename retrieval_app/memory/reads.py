@@ -25,7 +25,7 @@ from memseek_site.errors import ApiError
 from .addresses import MemoryPath, fact_path, passage_path
 from .hits import passage_roles
 from .params import PathPage
-from .rows import cursor_text, passage_scope
+from .passages import cursor_text, passage_scope
 
 
 def memory_read(*, workspace, path: MemoryPath) -> dict:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from types import MappingProxyType
 
-from .scoring import sorted_refining_ties
+from .result_order import sorted_refining_ties
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from catalog_app.record_rows import CanonicalRow
 from .fusion import apply_boost, order_fused, rrf_fuse
 from .rank_evaluate import Signals, evaluate_rank
 from .resolve import ResolvedSource
-from .scoring import order_scored, public_scores, score_bounds, scored_tie_break_key
+from .result_order import order_scored, public_scores, score_bounds, scored_tie_break_key
 from .spec import SearchSpec
 
 SCORED_RANKING = {"scored": True, "score_semantics": "query_relative", "score_range": [0.0, 1.0],

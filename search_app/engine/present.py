@@ -10,7 +10,7 @@ from memseek_site.errors import ApiError
 
 from .recheck import raw_value
 from .render import render_rows
-from .rows import render_row_of, rendered_score_names
+from .rendered_rows import render_row_of, rendered_score_names
 from .outcome import Hit, SearchOutcome
 from .trace import NO_TRACE, Trace
 

@@ -14,7 +14,7 @@ from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from catalog_app.lexical import blocks, scoring
+from catalog_app.lexical import blocks, bm25_topk
 from catalog_app.lexical.check import lexical_check
 from catalog_app.lexical.compaction import lexical_compact
 from catalog_app.lexical.query import IndexScope, index_top_k
@@ -106,8 +106,8 @@ def index_equals_scan(ws, batches, queries, dense: bool, monkeypatch, *, analyze
     monkeypatch.setattr(blocks, "BLOCK_POSTINGS", 3)
     monkeypatch.setattr(blocks, "SMALL_BLOCK", 2)
     monkeypatch.setattr("catalog_app.lexical.compaction.SMALL_BLOCK", 2)
-    monkeypatch.setattr(scoring, "DENSE_MIN", 1 << 20 if dense else 0)
-    monkeypatch.setattr(scoring, "DENSE_SPAN", 4 if dense else 0)
+    monkeypatch.setattr(bm25_topk, "DENSE_MIN", 1 << 20 if dense else 0)
+    monkeypatch.setattr(bm25_topk, "DENSE_SPAN", 4 if dense else 0)
     with transaction.atomic():
         _apply.current = {}
         for batch, compaction in batches:
@@ -165,7 +165,7 @@ seq_values = st.one_of(st.integers(0, 40), st.integers(0, 2 ** 62))
 def test_is_among_equals_numpy_isin(values, of, dense, monkeypatch):
     """The lookup-table membership test (taken when the span is dense) and its fallback both
     answer as ``np.isin``, the oracle, on values near each other and far apart."""
-    monkeypatch.setattr(scoring, "DENSE_MIN", 1 << 20 if dense else 0)
-    monkeypatch.setattr(scoring, "DENSE_SPAN", 4 if dense else 0)
+    monkeypatch.setattr(bm25_topk, "DENSE_MIN", 1 << 20 if dense else 0)
+    monkeypatch.setattr(bm25_topk, "DENSE_SPAN", 4 if dense else 0)
     values, of = np.asarray(values, np.int64), np.asarray(of, np.int64)
-    assert scoring.is_among(values, of).tolist() == np.isin(values, of).tolist()
+    assert bm25_topk.is_among(values, of).tolist() == np.isin(values, of).tolist()

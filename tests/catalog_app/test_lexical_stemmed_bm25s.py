@@ -1,7 +1,7 @@
 """The lexical index's exact BM25 scoring over stemmed English terms equals bm25s on BEIR SciFact.
 
 Issue #38's stemmed signal is exact BM25 over an English analyzer's terms, scored by the same
-index machinery as ``bm25_v1`` (``catalog_app.lexical.scoring``: idf, contribution, MaxScore
+index machinery as ``bm25_v1`` (``catalog_app.lexical.bm25_topk``: idf, contribution, MaxScore
 ``top_candidates`` and ``best_k``). This test fixes the terms to bm25s's own English analysis
 (PyStemmer's Snowball ``english`` stemmer, bm25s's ``en`` stopwords, lowercased, query terms
 deduplicated) and checks, for every SciFact train claim over the 5,183 abstracts, that the
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from catalog_app.lexical.scoring import TermPostings, best_k, contribution, idf, slots_of, top_candidates
+from catalog_app.lexical.bm25_topk import TermPostings, best_k, contribution, idf, slots_of, top_candidates
 
 DATA = Path("/work/shared/bench/beir-scifact")
 K1_PLUS_1 = 2.2

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from search_app.engine.fusion import FusedHit, apply_boost, order_fused, rrf_fuse, sweep_weight_ratio
-from search_app.engine.scoring import public_scores, score_bounds, scored_tie_break_key
+from search_app.engine.result_order import public_scores, score_bounds, scored_tie_break_key
 
 
 def by_id(hits):

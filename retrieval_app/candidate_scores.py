@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from types import MappingProxyType
 
-from search_app.engine.scoring import order_scored
+from search_app.engine.result_order import order_scored
 
 FACTORS = ("fusion", "recency", "frequency", "importance", "confidence")
 NEUTRAL = 0.5

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from search_app.engine.rank_evaluate import Signals, evaluate_rank
 from search_app.engine.rank_expression import parse_rank
-from search_app.engine.scoring import (
+from search_app.engine.result_order import (
     Descending, order_scored, order_structured, public_scores, score_bounds, scored_sort_key,
 )
 T0 = datetime(2026, 7, 1, 10, 0, tzinfo=timezone.utc)

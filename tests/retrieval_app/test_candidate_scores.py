@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from retrieval_app.scoring import (Candidate, ScoringConfig, apply_floor, floor_threshold, frequency, recency,
+from retrieval_app.candidate_scores import (Candidate, ScoringConfig, apply_floor, floor_threshold, frequency, recency,
                                    rescore, scaled, trust)
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=timezone.utc)
