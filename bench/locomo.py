@@ -51,12 +51,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import harness  # noqa: E402
-from bench.quality_common import (ROOT, Configuration, add_configs_argument, bench_workspace,  # noqa: E402
-                                  bm25s_plain, bm25s_stemmed, brute_force, by_runtime, ensure_migrated, environment,
-                                  paired_bootstrap, run_on_runtimes, runtime_differences, runtime_markdown,
-                                  environment_line, ingest, ir_metrics, ir_run, log, markdown_table, query_vectors,
-                                  rrf, run_configuration, selected_configurations, set_torch_threads,
-                                  sha256_of, stored_embeddings, wait_ready, write_json)
+from bench.quality_common import (ROOT, Configuration, add_configs_argument, begin_run, bench_workspace,  # noqa: E402
+                                  bm25s_plain, bm25s_stemmed, brute_force, by_runtime, environment_line, ingest,
+                                  ir_metrics, ir_run, log, markdown_table, paired_bootstrap, query_vectors, rrf,
+                                  run_configuration, run_on_runtimes, runtime_differences, runtime_markdown,
+                                  selected_configurations, sha256_of, stored_embeddings, wait_ready, write_json)
 from bench.rank_sweep import example_hybrid_rank, sweep, with_stemmed_bm25  # noqa: E402
 
 DEFAULT_DATA = Path("/work/shared/bench/locomo/locomo-dev.json")
@@ -465,11 +464,7 @@ def main(argv=None) -> int:
 
     selected, elsewhere = by_runtime(selected_configurations(parser, CONFIGURATIONS, args.configs))
 
-    started = time.perf_counter()
-    started_at = harness.now()
-    set_torch_threads(1)  # this process embeds the brute-force queries one at a time
-    ensure_migrated()
-    env = environment()
+    started, started_at, env = begin_run()
     data = load_data(args.data, args.size, args.format)
     timings = {"load_s": time.perf_counter() - started}
     turns, questions = data["turns"], data["questions"]

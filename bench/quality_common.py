@@ -112,6 +112,16 @@ def set_torch_threads(threads: int) -> None:
     torch.set_num_threads(threads)
 
 
+def begin_run() -> tuple[float, str, dict]:
+    """What every quality bench does first: its clock, its start time, one torch thread for this
+    process (it embeds the brute-force queries one at a time), the migrated database and the
+    environment record."""
+    started, started_at = time.perf_counter(), harness.now()
+    set_torch_threads(1)
+    ensure_migrated()
+    return started, started_at, environment()
+
+
 def environment_line(env: dict) -> str:
     m, v, g = env["machine"], env["versions"], env["git"]
     return (f"{m['cores']} cores ({m['cpu']}), {m['memory_gib']} GiB; Python {v['python']}, Django {v['django']}, "

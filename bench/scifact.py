@@ -41,13 +41,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import harness  # noqa: E402
-from bench.quality_common import (ROOT, Configuration, add_configs_argument, bench_workspace,  # noqa: E402
+from bench.quality_common import (ROOT, Configuration, add_configs_argument, begin_run, bench_workspace,  # noqa: E402
                                   bm25s_en, bm25s_plain, bm25s_plain_scores, bm25s_stemmed, brute_force, by_runtime,
-                                  ensure_migrated, paired_bootstrap, run_on_runtimes, runtime_differences,
+                                  paired_bootstrap, run_on_runtimes, runtime_differences,
                                   runtime_markdown,
-                                  environment, environment_line, fmt, ingest, ir_metrics, ir_run, log, markdown_table,
+                                  environment_line, fmt, ingest, ir_metrics, ir_run, log, markdown_table,
                                   minmax_mix, overlap_at, query_vectors, rrf, run_configuration,
-                                  selected_configurations, set_torch_threads, sha256_of, stored_embeddings, wait_ready,
+                                  selected_configurations, sha256_of, stored_embeddings, wait_ready,
                                   write_json)
 from bench.rank_sweep import example_hybrid_rank, sweep, with_stemmed_bm25  # noqa: E402
 
@@ -479,11 +479,7 @@ def main(argv=None) -> int:
 
     selected, elsewhere = by_runtime(selected_configurations(parser, CONFIGURATIONS, args.configs))
 
-    started = time.perf_counter()
-    started_at = harness.now()
-    set_torch_threads(1)  # this process embeds the brute-force queries one at a time
-    ensure_migrated()
-    env = environment()
+    started, started_at, env = begin_run()
     data = load_data(args.data, args.qrels, args.size, args.queries)
     load_s = time.perf_counter() - started
     corpus, queries, qrels = data["corpus"], data["queries"], data["qrels"]
